@@ -1,0 +1,73 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
+
+display = Display()
+
+ARGUMENT_SPEC = dict(
+    dest=dict(type='path', default='postmortem-report'),
+    hosts=dict(type='list', elements='str'),
+    result_var=dict(type='str', default='postmortem_gather'),
+    formats=dict(type='list', elements='str', default=['json', 'junit', 'html'], choices=['json', 'junit', 'html']),
+    fail_on=dict(type='str', default='never', choices=['never'] + list(STATUSES)),
+    print_summary=dict(type='bool', default=True),
+)
+
+
+class ActionModule(ActionBase):
+    """Runs on the controller: reads every host's audit result, writes the reports."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+
+        hosts = args['hosts'] or list(task_vars.get('ansible_play_hosts_all') or [])
+        hostvars = task_vars.get('hostvars') or {}
+        results = {}
+        for host in hosts:
+            try:
+                results[host] = hostvars[host].get(args['result_var'])
+            except KeyError:
+                results[host] = None
+
+        checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS]
+        report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION)
+        try:
+            paths = fleet_report.write(report, args['dest'], args['formats'])
+        except (IOError, OSError) as exc:
+            raise AnsibleActionFail('cannot write the report to %s: %s' % (args['dest'], exc))
+
+        lines = fleet_report.summary_lines(report, paths)
+        if args['print_summary']:
+            display.display('\n'.join(lines))
+        hits = fleet_report.threshold_reached(report, args['fail_on'])
+        result.update(
+            changed=False,
+            paths=paths,
+            totals=report['totals'],
+            worst=fleet_report.worst(report),
+            summary=lines,
+            threshold_hits=hits,
+        )
+        if hits:
+            result['failed'] = True
+            result['msg'] = '%d finding(s) at or above %s: %s' % (len(hits), args['fail_on'], '; '.join(hits[:10]))
+        return result

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What a detection may see of a host, in one object.
+
+Detections never call os.uname(), open('/proc/...') or subprocess themselves:
+they ask the context. The module builds it for the live host (or for an image
+through ``root``); tests build it over fixture trees.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import subprocess
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+
+
+def _subprocess_run_command(cmd):
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as exc:
+        return 127, '', str(exc)
+    out, err = proc.communicate()
+    return proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
+
+
+def _which(name):
+    for directory in os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin').split(os.pathsep) + ['/usr/sbin', '/sbin']:
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+class AuditContext(object):
+    """Host view for detections.
+
+    root: where files are read from ('/' for the live host, a mount point for an image).
+    live: whether processes, sysfs and the running kernel belong to the host
+          being audited. False for an image: there is nothing running in it.
+    """
+
+    def __init__(self, root='/', live=None, proc_root=None, sys_root=None, kernel_release=None,
+                 probes=(), settings=None, run_command=None, which=None):
+        self.root = root or '/'
+        self.live = (self.root == '/') if live is None else live
+        self.proc_root = proc_root or '/proc'
+        self.sys_root = sys_root or '/sys'
+        if kernel_release is None and self.live:
+            kernel_release = os.uname()[2]
+        self.kernel_release = kernel_release
+        self.probes = frozenset(probes or ())
+        self.settings = settings or {}
+        self.run_command = run_command or _subprocess_run_command
+        self.which = which or _which
+        self._process_cache = {}
+
+    def path(self, absolute):
+        """A path of the audited system, under ``root``."""
+        if self.root == '/':
+            return absolute
+        return os.path.join(self.root, absolute.lstrip('/'))
+
+    def sys_path(self, relative):
+        return os.path.join(self.sys_root, relative.lstrip('/'))
+
+    def processes(self, key, wanted):
+        """Processes matching ``wanted(argv0_basename)``, read once per key per run."""
+        if not self.live:
+            return [], []
+        if key not in self._process_cache:
+            self._process_cache[key] = hostio.list_processes(self.proc_root, wanted)
+        return self._process_cache[key]
+
+    def settings_for(self, detection):
+        merged = dict(detection.SETTINGS)
+        merged.update(self.settings.get(detection.ID) or {})
+        return merged

@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The code behind audit_facts and every <id>_facts module."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+
+COLLECTION_VERSION = '0.1.0'
+
+
+def argument_spec(with_checks):
+    spec = dict(
+        probes=dict(type='list', elements='str', default=[]),
+        root=dict(type='path', default='/'),
+        settings=dict(type='dict', default={}),
+    )
+    if with_checks:
+        spec['checks'] = dict(type='list', elements='str', default=['all'])
+    return spec
+
+
+def main(check_id=None):
+    module = AnsibleModule(argument_spec=argument_spec(check_id is None), supports_check_mode=True)
+    params = module.params
+    try:
+        if check_id is None:
+            detections = registry.select(params['checks'])
+        else:
+            detections = [registry.BY_ID[check_id]]
+        registry.validate_probes(params['probes'], detections)
+        registry.validate_settings(params['settings'])
+    except registry.SelectionError as exc:
+        module.fail_json(msg=str(exc))
+
+    def run_command(cmd):
+        return module.run_command(cmd, environ_update={'LC_ALL': 'C', 'SYSTEMD_PAGER': ''})
+
+    ctx = AuditContext(root=params['root'], probes=params['probes'], settings=params['settings'],
+                       run_command=run_command, which=lambda name: module.get_bin_path(name))
+    findings, timings = registry.run(ctx, detections)
+    module.exit_json(
+        changed=False,
+        ansible_facts={
+            'postmortem': findings,
+            'postmortem_run': {
+                'collection_version': COLLECTION_VERSION,
+                'checks': [d.ID for d in detections],
+                'probes': list(params['probes']),
+                'root': ctx.root,
+                'live': ctx.live,
+                'duration_ms': timings,
+            },
+        },
+    )

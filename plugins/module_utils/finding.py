@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The finding model shared by every detection.
+
+A finding is a plain dict so that it survives the trip through Ansible facts,
+JSON and templates unchanged. See docs/architecture.md for the field contract.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+# Ordered from least to most serious. The order matters twice: a finding with
+# several instances takes the worst instance status, and the audit's fail
+# threshold means "this status or anything after it".
+STATUSES = ('not_applicable', 'ok', 'unknown', 'error', 'at_risk', 'affected')
+STATUS_RANK = dict((name, rank) for rank, name in enumerate(STATUSES))
+
+FINDING_KEYS = ('id', 'title', 'status', 'summary', 'evidence', 'remediation', 'references')
+
+
+class DetectionError(Exception):
+    """Bad input on the host (a config file that is not text, an include loop...).
+
+    The runner turns it into an ``error`` finding whose summary is the message,
+    so the message must be one line a person can act on.
+    """
+
+
+def worst_status(statuses, default='not_applicable'):
+    worst = None
+    for status in statuses:
+        if status not in STATUS_RANK:
+            raise ValueError('unknown status %r' % (status,))
+        if worst is None or STATUS_RANK[status] > STATUS_RANK[worst]:
+            worst = status
+    return default if worst is None else worst
+
+
+def status_at_least(status, threshold):
+    return STATUS_RANK[status] >= STATUS_RANK[threshold]
+
+
+def instance(name, status, summary, evidence=None):
+    """One thing a detection looked at: a process, a container, a config line."""
+    if status not in STATUS_RANK:
+        raise ValueError('unknown status %r' % (status,))
+    return {
+        'name': name,
+        'status': status,
+        'summary': summary,
+        'evidence': evidence or {},
+    }
+
+
+def make_finding(detection, status, summary, evidence=None, remediation=None, instances=None):
+    """Build a finding for ``detection`` (a detection module: ID, TITLE, REFERENCES, REMEDIATION).
+
+    When instances are given the finding's status is the worst of them, and the
+    ``status`` argument is only used when there are none.
+    """
+    evidence = dict(evidence or {})
+    if instances:
+        status = worst_status(i['status'] for i in instances)
+        evidence['instances'] = list(instances)
+    if status not in STATUS_RANK:
+        raise ValueError('unknown status %r' % (status,))
+    return {
+        'id': detection.ID,
+        'title': detection.TITLE,
+        'status': status,
+        'summary': summary,
+        'evidence': evidence,
+        'remediation': remediation if remediation is not None else dict(detection.REMEDIATION),
+        'references': list(detection.REFERENCES),
+    }
+
+
+def error_finding(detection, reason, evidence=None):
+    return make_finding(detection, 'error', reason, evidence=evidence,
+                        remediation={'manual': ['Fix the condition named in the summary, then audit again.']})

@@ -1,0 +1,225 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Small host-side helpers shared by detections.
+
+Standard library only: these run on whatever Python the target ships.
+Everything that reads the host goes through an AuditContext so tests can point
+it at a fixture tree and so an SD-card image can be audited through ``root``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import re
+
+MAX_CONFIG_BYTES = 1024 * 1024
+MAX_PROC_BYTES = 256 * 1024
+
+
+class ReadProblem(Exception):
+    """A file could not be used; ``reason`` is one line for a person."""
+
+    def __init__(self, path, reason, kind):
+        super(ReadProblem, self).__init__('%s: %s' % (path, reason))
+        self.path = path
+        self.reason = reason
+        self.kind = kind  # missing, denied, too_large, binary, unreadable
+
+
+def read_bytes(path, limit=MAX_CONFIG_BYTES):
+    """Read at most ``limit`` bytes; a larger file is refused, not truncated."""
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(limit + 1)
+    except (IOError, OSError) as exc:
+        if exc.errno == errno.ENOENT:
+            raise ReadProblem(path, 'does not exist', 'missing')
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ReadProblem(path, 'permission denied (run the audit with become: true)', 'denied')
+        if exc.errno == errno.ESRCH:
+            raise ReadProblem(path, 'process exited while it was read', 'missing')
+        raise ReadProblem(path, 'cannot be read: %s' % (exc.strerror or exc,), 'unreadable')
+    if len(data) > limit:
+        raise ReadProblem(path, 'is larger than %d bytes; refusing to parse it' % limit, 'too_large')
+    return data
+
+
+def read_text(path, limit=MAX_CONFIG_BYTES):
+    """Read a config file as text; binary content is a ReadProblem, not garbage lines."""
+    data = read_bytes(path, limit)
+    if b'\x00' in data:
+        raise ReadProblem(path, 'contains NUL bytes; it is not a text file', 'binary')
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise ReadProblem(path, 'is not UTF-8 text (byte %d)' % exc.start, 'binary')
+
+
+def read_optional_text(path, limit=MAX_PROC_BYTES):
+    """Small sysfs/procfs values: None when absent, stripped text otherwise."""
+    try:
+        return read_bytes(path, limit).decode('utf-8', 'replace').strip()
+    except ReadProblem as problem:
+        if problem.kind == 'missing':
+            return None
+        raise
+
+
+_VERSION_RE = re.compile(r'^(\d+(?:\.\d+)*)')
+
+
+def version_tuple(text):
+    """'6.18.34+rpt-rpi-v8' -> (6, 18, 34). None when there is no leading number."""
+    match = _VERSION_RE.match((text or '').strip().lstrip('vV'))
+    if not match:
+        return None
+    return tuple(int(part) for part in match.group(1).split('.'))
+
+
+def version_in_range(version, first_affected, first_fixed=None):
+    """Whether ``version`` is >= first_affected and < first_fixed (when given).
+
+    Shorter tuples compare as padded with zeros, so 6.18 == 6.18.0.
+    """
+    def pad(value, width):
+        return tuple(value) + (0,) * (width - len(value))
+
+    parts = [version, first_affected] + ([first_fixed] if first_fixed else [])
+    width = max(len(p) for p in parts)
+    if pad(version, width) < pad(first_affected, width):
+        return False
+    if first_fixed and pad(version, width) >= pad(first_fixed, width):
+        return False
+    return True
+
+
+class Process(object):
+    """One process from /proc, read once. Unreadable parts are recorded, not raised."""
+
+    def __init__(self, pid, argv, proc_dir):
+        self.pid = pid
+        self.argv = argv
+        self.proc_dir = proc_dir
+        self._environ = None
+        self.environ_problem = None
+
+    @property
+    def name(self):
+        return os.path.basename(self.argv[0]) if self.argv else ''
+
+    def environ(self):
+        """The process environment, or None with ``environ_problem`` set."""
+        if self._environ is None and self.environ_problem is None:
+            try:
+                raw = read_bytes(os.path.join(self.proc_dir, 'environ'), MAX_PROC_BYTES)
+            except ReadProblem as problem:
+                self.environ_problem = problem.reason
+                return None
+            env = {}
+            for item in raw.split(b'\x00'):
+                if b'=' in item:
+                    key, value = item.split(b'=', 1)
+                    env[key.decode('utf-8', 'replace')] = value.decode('utf-8', 'replace')
+            self._environ = env
+        return self._environ
+
+    def cgroup_lines(self):
+        try:
+            return read_bytes(os.path.join(self.proc_dir, 'cgroup'), MAX_PROC_BYTES).decode('utf-8', 'replace').splitlines()
+        except ReadProblem:
+            return []
+
+
+def list_processes(proc_root, wanted):
+    """Processes whose argv[0] basename satisfies ``wanted(name)``.
+
+    Returns (processes, problems). A process that exits while it is read is
+    skipped silently: that is a race, not a finding.
+    """
+    processes, problems = [], []
+    try:
+        entries = os.listdir(proc_root)
+    except OSError as exc:
+        return [], ['%s cannot be listed: %s' % (proc_root, exc.strerror or exc)]
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        proc_dir = os.path.join(proc_root, entry)
+        try:
+            raw = read_bytes(os.path.join(proc_dir, 'cmdline'), MAX_PROC_BYTES)
+        except ReadProblem as problem:
+            if problem.kind != 'missing':
+                problems.append('pid %s: cmdline %s' % (entry, problem.reason))
+            continue
+        argv = [part.decode('utf-8', 'replace') for part in raw.split(b'\x00')]
+        while argv and argv[-1] == '':
+            argv.pop()
+        if not argv:
+            continue  # kernel thread or zombie
+        if wanted(os.path.basename(argv[0])):
+            processes.append(Process(int(entry), argv, proc_dir))
+    processes.sort(key=lambda p: p.pid)
+    return processes, problems
+
+
+def systemd_unit_from_cgroup(lines):
+    """The systemd service that owns a process, from /proc/PID/cgroup.
+
+    Returns (unit, scope) where scope is 'system' or 'user:<uid>', or
+    (None, None) when no .service owns the process (a shell, a container...).
+    """
+    path = None
+    for line in lines:
+        parts = line.split(':', 2)
+        if len(parts) != 3:
+            continue
+        hierarchy, controllers, cgpath = parts
+        if hierarchy == '0' and controllers == '':
+            path = cgpath  # cgroup v2 unified hierarchy wins
+            break
+        if controllers == 'name=systemd':
+            path = cgpath
+    if not path:
+        return None, None
+    components = [c for c in path.split('/') if c]
+    unit = None
+    for component in reversed(components):
+        if component.endswith('.service'):
+            unit = component
+            break
+    if unit is None:
+        return None, None
+    for component in components:
+        match = re.match(r'^user@(\d+)\.service$', component)
+        if match and component != unit:
+            return unit, 'user:%s' % match.group(1)
+    return unit, 'system'
+
+
+# Restart= values under which systemd restarts a service killed by a signal
+# (a SIGSEGV, as in the sleep race). See systemd.service(5), table 2.
+RESTARTS_ON_CRASH = frozenset(['always', 'on-failure', 'on-abnormal', 'on-abort'])
+
+
+def systemd_show(run_command, systemctl, unit, properties, scope='system'):
+    """``systemctl show`` as a dict, or raise ReadProblem with the reason."""
+    cmd = [systemctl]
+    if scope and scope.startswith('user:'):
+        cmd += ['--user', '--machine=%s@' % scope.split(':', 1)[1]]
+    cmd += ['show', unit, '--no-pager']
+    for prop in properties:
+        cmd += ['-p', prop]
+    rc, out, err = run_command(cmd)
+    if rc != 0:
+        reason = (err or out or '').strip().splitlines()
+        raise ReadProblem(unit, 'systemctl show failed (rc %s): %s' % (rc, reason[0] if reason else 'no output'), 'unreadable')
+    values = {}
+    for line in out.splitlines():
+        if '=' in line:
+            key, value = line.split('=', 1)
+            values[key] = value
+    return values

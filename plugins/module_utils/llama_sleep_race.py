@@ -1,0 +1,144 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""llama_sleep_race: a request that arrives just before sleep hangs or crashes the server.
+
+With --sleep-idle-seconds >= 0 the idle timer can fire between a handler's wake
+check and the queueing of its task: the request hangs until another one wakes
+the server, or the tokenizer reads the freed vocabulary and the process dies
+with SIGSEGV. This detection only reads configuration and process state. It
+never sends a request: a probe of this race can crash the server.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import sys
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+
+ID = 'llama_sleep_race'
+TITLE = 'llama-server sleep mode loses or crashes on a request that arrives just before it sleeps'
+REFERENCES = [
+    'https://github.com/ggml-org/llama.cpp/issues/29689',
+]
+REMEDIATION = {
+    'manual': [
+        'Leave sleep mode off (--sleep-idle-seconds -1, the default) on servers that take long prompts or images.',
+        'If sleep stays on, make sure a crash is restarted: Restart=on-failure in the systemd unit.',
+        'Clients: send a 1-token completion right before the real request, and use a timeout with a retry.',
+    ],
+}
+PROBES = ()
+SETTINGS = {
+    # Router preset INI files to read besides those named by running routers.
+    'preset_paths': [],
+}
+
+_SELF = sys.modules[__name__]
+
+
+def _restart_text(sup):
+    if sup.get('crash_restarted') is True:
+        return 'a crash is restarted (Restart=%s on %s)' % (sup['restart'], sup['unit'])
+    if sup.get('crash_restarted') is False and sup.get('unit'):
+        return 'a crash is NOT restarted (Restart=%s on %s)' % (sup.get('restart'), sup['unit'])
+    if sup.get('crash_restarted') is False:
+        return 'a crash is NOT restarted (no systemd service owns the process)'
+    return 'whether a crash is restarted is unknown (%s)' % sup.get('reason')
+
+
+def _process_instance(ctx, process):
+    environ = process.environ()
+    value, source = llama_server.resolve(llama_server.SLEEP_IDLE_SECONDS, process.argv, environ or {})
+    seconds = llama_server.as_int(value)
+    evidence = {
+        'pid': process.pid,
+        'argv': llama_server.redact_argv(process.argv),
+        'sleep_idle_seconds': seconds if seconds is not None else value,
+        'source': source,
+    }
+    if process.environ_problem:
+        evidence['environ'] = process.environ_problem
+    name = llama_server.describe_process(process)
+    if seconds is None:
+        return instance(name, 'error', '%s: --sleep-idle-seconds %r is not a number.' % (name, value), evidence)
+    if seconds < 0:
+        return instance(name, 'ok', '%s: sleep mode is off.' % name, evidence)
+    sup = llama_server.supervisor(ctx, process)
+    evidence['supervisor'] = sup
+    summary = '%s sleeps after %d s idle (%s); %s.' % (name, seconds, source, _restart_text(sup))
+    return instance(name, 'at_risk', summary, evidence)
+
+
+def _preset_instances(ctx, path, routers):
+    try:
+        sections = llama_server.parse_preset(path)
+    except hostio.ReadProblem as problem:
+        if problem.kind == 'missing' and not routers:
+            return [instance('preset %s' % path, 'unknown', 'Preset file %s %s.' % (path, problem.reason),
+                             {'file': path})]
+        return [instance('preset %s' % path, 'error', 'Preset file %s %s.' % (path, problem.reason), {'file': path})]
+    found = []
+    router_override = None
+    for router in routers:
+        value = llama_server.from_argv(router.argv, llama_server.SLEEP_IDLE_SECONDS)
+        if value is not None:
+            router_override = (router.pid, value)
+    model_sections = [s for s in sections if s not in ('', '*')] or ['*']
+    for section in sorted(model_sections):
+        value, where = llama_server.preset_value(sections, section, llama_server.SLEEP_IDLE_SECONDS)
+        if value is None:
+            continue
+        seconds = llama_server.as_int(value)
+        name = 'preset %s [%s]' % (path, section)
+        evidence = {'file': path, 'section': section, 'defined_in': '[%s] line %d' % where,
+                    'sleep_idle_seconds': seconds if seconds is not None else value,
+                    'used_by': [r.pid for r in routers]}
+        if router_override:
+            evidence['overridden_by'] = 'command line of router pid %d: --sleep-idle-seconds %s' % router_override
+            continue_seconds = llama_server.as_int(router_override[1])
+            if continue_seconds is not None:
+                seconds = continue_seconds
+                evidence['sleep_idle_seconds'] = seconds
+        if seconds is None:
+            found.append(instance(name, 'error', '%s: sleep-idle-seconds = %r is not a number.' % (name, value), evidence))
+        elif seconds < 0:
+            found.append(instance(name, 'ok', '%s: sleep mode is off.' % name, evidence))
+        else:
+            if routers:
+                sup = llama_server.supervisor(ctx, routers[0])
+                evidence['supervisor'] = sup
+                restart = _restart_text(sup)
+            else:
+                restart = 'no running router uses this preset, so the restart setting is unknown'
+            found.append(instance(name, 'at_risk', '%s sleeps after %d s idle; %s.' % (name, seconds, restart), evidence))
+    return found
+
+
+def detect(ctx):
+    settings = ctx.settings_for(_SELF)
+    processes, problems = llama_server.instances(ctx)
+    instances = [_process_instance(ctx, p) for p in processes]
+    for path, routers in sorted(llama_server.preset_paths(ctx, settings.get('preset_paths')).items()):
+        instances.extend(_preset_instances(ctx, path, routers))
+    evidence = {'llama_server_processes': len(processes)}
+    if problems:
+        evidence['proc_problems'] = problems[:20]
+    if not ctx.live:
+        evidence['note'] = 'image audit (root=%s): no processes to read; only listed preset files were checked' % ctx.root
+    if not instances:
+        return make_finding(_SELF, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
+    risky = [i for i in instances if i['status'] == 'at_risk']
+    if risky:
+        unrestarted = [i for i in risky if (i['evidence'].get('supervisor') or {}).get('crash_restarted') is False]
+        summary = '%d of %d llama-server instance(s) have sleep mode on' % (len(risky), len(instances))
+        if unrestarted:
+            summary += '; %d would stay down after a crash' % len(unrestarted)
+        summary += '. A request just before sleep can hang or crash the server.'
+    else:
+        bad = [i for i in instances if i['status'] != 'ok']
+        summary = bad[0]['summary'] if bad else 'Sleep mode is off on all %d llama-server instance(s).' % len(instances)
+    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

@@ -1,0 +1,118 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: audit_report
+short_description: Write the fleet report (JSON, JUnit XML, HTML) from every host's audit result
+version_added: 0.1.0
+description:
+  - Runs on the controller (it is an action plugin). Reads each host's registered
+    M(homelab.postmortem.audit_facts) result from C(hostvars), and writes
+    C(postmortem.json) (all findings), C(postmortem-junit.xml) (one test case per host and
+    detection; C(affected) and C(at_risk) are failures, C(error) is an error,
+    C(not_applicable) and C(unknown) are skipped) and C(postmortem.html) (a self-contained
+    host x detection grid, colour by status, evidence and fix on click, filter by status).
+  - Hosts that were unreachable, or whose audit task failed, appear in every report with
+    the reason, and the report is still written.
+  - Prints a compact summary table on the terminal.
+options:
+  dest:
+    description: Directory for the report files; created if missing. Relative to the current directory.
+    type: path
+    default: postmortem-report
+  hosts:
+    description: Hosts to report on. Defaults to C(ansible_play_hosts_all), which keeps unreachable hosts.
+    type: list
+    elements: str
+  result_var:
+    description: Name of the variable each host registered the M(homelab.postmortem.audit_facts) result in.
+    type: str
+    default: postmortem_gather
+  formats:
+    description: Which report files to write.
+    type: list
+    elements: str
+    choices: [json, junit, html]
+    default: [json, junit, html]
+  fail_on:
+    description:
+      - Fail the task, after the reports are written, when any finding has this status or a more
+        serious one. Statuses from least to most serious are C(not_applicable), C(ok),
+        C(unknown), C(error), C(at_risk), C(affected). An unreachable or failed host counts as
+        C(error).
+      - C(never) only reports.
+    type: str
+    default: never
+    choices: [never, not_applicable, ok, unknown, error, at_risk, affected]
+  print_summary:
+    description: Print the summary table on the terminal.
+    type: bool
+    default: true
+attributes:
+  action:
+    support: full
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+  check_mode:
+    support: full
+    description: Writes the report in check mode too; the report is on the controller and changes no managed host.
+  diff_mode:
+    support: none
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+  platform:
+    platforms: posix
+    support: full
+    description: Target OS/families that can be operated against.
+author:
+  - homelab.postmortem contributors
+seealso:
+  - module: homelab.postmortem.audit_facts
+'''
+
+EXAMPLES = r'''
+- name: Audit every host
+  homelab.postmortem.audit_facts:
+  register: postmortem_gather
+  ignore_unreachable: true
+  ignore_errors: true
+
+- name: Write the fleet report and fail on anything affected
+  homelab.postmortem.audit_report:
+    dest: /srv/reports/postmortem
+    fail_on: affected
+  run_once: true
+'''
+
+RETURN = r'''
+paths:
+  description: Absolute path of each report file written, by format.
+  returned: always
+  type: dict
+  sample: {html: /srv/reports/postmortem/postmortem.html, json: /srv/reports/postmortem/postmortem.json}
+totals:
+  description: Number of findings per status, plus C(unreachable) and C(failed) host counts.
+  returned: always
+  type: dict
+  sample: {at_risk: 1, not_applicable: 3, ok: 2}
+worst:
+  description: The most serious status in the report (unreachable and failed hosts count as C(error)).
+  returned: always
+  type: str
+  sample: at_risk
+summary:
+  description: The summary table, one line per element, as printed.
+  returned: always
+  type: list
+  elements: str
+threshold_hits:
+  description: The host/check pairs at or above I(fail_on).
+  returned: always
+  type: list
+  elements: str
+'''

@@ -1,0 +1,208 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The fleet report as one self-contained HTML page (no network, no external files).
+
+The report data is embedded as JSON and the page builds the grid from it with
+textContent only: evidence comes from hosts and is never trusted as markup.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+_PAGE = u'''<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>homelab.postmortem fleet report</title>
+<style>
+:root { --ok:#2e7d32; --affected:#c62828; --at_risk:#ef6c00; --not_applicable:#9e9e9e; --unknown:#6d4c41;
+        --error:#6a1b9a; --unreachable:#37474f; --failed:#37474f; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #212121; background: #fafafa; }
+header { padding: 12px 20px; background: #263238; color: #fff; }
+header h1 { font-size: 18px; margin: 0 0 4px 0; }
+header .meta { font-size: 12px; opacity: .8; }
+main { display: flex; gap: 16px; padding: 16px 20px; align-items: flex-start; }
+#grid-wrap { overflow-x: auto; flex: 1 1 auto; }
+table { border-collapse: collapse; background: #fff; }
+th, td { border: 1px solid #e0e0e0; padding: 6px 10px; font-size: 13px; text-align: left; }
+th.check { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; font-weight: 600; }
+td.cell { cursor: pointer; color: #fff; font-weight: 600; white-space: nowrap; }
+td.cell.selected { outline: 3px solid #1565c0; outline-offset: -3px; }
+td.cell.dimmed { opacity: .18; }
+td.empty { background: #f5f5f5; color: #9e9e9e; }
+.s-ok { background: var(--ok); } .s-affected { background: var(--affected); } .s-at_risk { background: var(--at_risk); }
+.s-not_applicable { background: var(--not_applicable); } .s-unknown { background: var(--unknown); }
+.s-error { background: var(--error); } .s-unreachable, .s-failed { background: var(--unreachable); }
+#filters { padding: 8px 20px 0 20px; font-size: 13px; }
+#filters label { margin-right: 12px; white-space: nowrap; }
+#filters .chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 3px 0 4px; }
+#details { flex: 0 0 420px; background: #fff; border: 1px solid #e0e0e0; padding: 12px 16px; font-size: 13px;
+           max-height: 85vh; overflow: auto; }
+#details h2 { font-size: 15px; margin: 0 0 6px 0; }
+#details pre { background: #f5f5f5; padding: 8px; overflow-x: auto; font-size: 12px; }
+#details .badge { color: #fff; padding: 2px 6px; border-radius: 3px; font-weight: 600; }
+#details ul { padding-left: 18px; }
+#totals span { margin-right: 10px; }
+</style>
+</head>
+<body>
+<header>
+  <h1>homelab.postmortem fleet report</h1>
+  <div class="meta" id="meta"></div>
+  <div class="meta" id="totals"></div>
+</header>
+<div id="filters" role="group" aria-label="Filter by status"><strong>Show status:</strong></div>
+<main>
+  <div id="grid-wrap"><table id="grid"><thead></thead><tbody></tbody></table></div>
+  <aside id="details"><p>Click a cell to see the evidence and the fix.</p></aside>
+</main>
+<script type="application/json" id="report-data">__REPORT_JSON__</script>
+<script>
+(function () {
+  "use strict";
+  var report = JSON.parse(document.getElementById("report-data").textContent);
+  var STATES = report.statuses.concat(["unreachable", "failed"]);
+  var shown = {};
+  STATES.forEach(function (s) { shown[s] = true; });
+
+  function el(tag, attrs, text) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    return node;
+  }
+  function statusOf(host, checkId) {
+    if (host.state !== "audited") { return host.state; }
+    var f = host.findings[checkId];
+    return f ? f.status : null;
+  }
+
+  document.getElementById("meta").textContent = report.generator + " \\u2014 generated " + report.generated_at +
+    " \\u2014 " + report.hosts.length + " host(s), " + report.checks.length + " check(s)";
+  var totals = document.getElementById("totals");
+  STATES.forEach(function (s) {
+    if (report.totals[s]) { totals.appendChild(el("span", {"data-total": s}, s + ": " + report.totals[s])); }
+  });
+
+  var filters = document.getElementById("filters");
+  STATES.forEach(function (s) {
+    var label = el("label");
+    var box = el("input", {type: "checkbox", "class": "status-filter", value: s, id: "filter-" + s});
+    box.checked = true;
+    box.addEventListener("change", function () { shown[s] = box.checked; applyFilter(); });
+    label.appendChild(box);
+    label.appendChild(el("span", {"class": "chip s-" + s}));
+    label.appendChild(document.createTextNode(s + " (" + (report.totals[s] || 0) + ")"));
+    filters.appendChild(label);
+  });
+
+  var thead = document.querySelector("#grid thead");
+  var headRow = el("tr");
+  headRow.appendChild(el("th", {}, "host"));
+  report.checks.forEach(function (c) { headRow.appendChild(el("th", {"class": "check", title: c.title}, c.id)); });
+  thead.appendChild(headRow);
+
+  var tbody = document.querySelector("#grid tbody");
+  report.hosts.forEach(function (host) {
+    var row = el("tr", {"class": "host-row", "data-host": host.name});
+    row.appendChild(el("th", {scope: "row"}, host.name));
+    report.checks.forEach(function (c) {
+      var status = statusOf(host, c.id);
+      var cell;
+      if (status === null) {
+        cell = el("td", {"class": "empty", "data-host": host.name, "data-check": c.id}, "not run");
+      } else {
+        cell = el("td", {"class": "cell s-" + status, "data-host": host.name, "data-check": c.id,
+                         "data-status": status, tabindex: "0", title: c.title}, status);
+        cell.addEventListener("click", function () { showDetails(host, c, cell); });
+        cell.addEventListener("keydown", function (e) { if (e.key === "Enter") { showDetails(host, c, cell); } });
+      }
+      row.appendChild(cell);
+    });
+    tbody.appendChild(row);
+  });
+
+  function applyFilter() {
+    var rows = document.querySelectorAll("tr.host-row");
+    Array.prototype.forEach.call(rows, function (row) {
+      var any = false;
+      Array.prototype.forEach.call(row.querySelectorAll("td.cell"), function (cell) {
+        var visible = shown[cell.getAttribute("data-status")];
+        cell.classList.toggle("dimmed", !visible);
+        any = any || visible;
+      });
+      row.style.display = any ? "" : "none";
+    });
+  }
+
+  function addList(parent, title, items, makeItem) {
+    if (!items || !items.length) { return; }
+    parent.appendChild(el("h3", {}, title));
+    var ul = el("ul");
+    items.forEach(function (item) { ul.appendChild(makeItem(item)); });
+    parent.appendChild(ul);
+  }
+
+  function showDetails(host, check, cell) {
+    Array.prototype.forEach.call(document.querySelectorAll("td.selected"), function (c) { c.classList.remove("selected"); });
+    cell.classList.add("selected");
+    var box = document.getElementById("details");
+    box.textContent = "";
+    box.setAttribute("data-host", host.name);
+    box.setAttribute("data-check", check.id);
+    box.appendChild(el("h2", {}, host.name + " \\u2014 " + check.id));
+    box.appendChild(el("p", {}, check.title));
+    if (host.state !== "audited") {
+      var b = el("p");
+      b.appendChild(el("span", {"class": "badge s-" + host.state}, host.state));
+      box.appendChild(b);
+      box.appendChild(el("p", {"class": "summary"}, host.reason));
+      return;
+    }
+    var f = host.findings[check.id];
+    var p = el("p");
+    p.appendChild(el("span", {"class": "badge s-" + f.status}, f.status));
+    box.appendChild(p);
+    box.appendChild(el("p", {"class": "summary"}, f.summary));
+    var evidence = f.evidence || {};
+    addList(box, "Instances", evidence.instances, function (i) {
+      var li = el("li");
+      li.appendChild(el("span", {"class": "badge s-" + i.status}, i.status));
+      li.appendChild(document.createTextNode(" " + i.summary));
+      return li;
+    });
+    var remediation = f.remediation || {};
+    if (remediation.role) {
+      box.appendChild(el("h3", {}, "Fix"));
+      box.appendChild(el("p", {}, "Role " + remediation.role + (remediation.vars ? " with " + JSON.stringify(remediation.vars) : "")));
+    }
+    addList(box, remediation.role ? "Manual steps" : "Fix", remediation.manual, function (m) { return el("li", {}, m); });
+    addList(box, "References", f.references, function (r) {
+      var li = el("li");
+      if (/^https?:\\/\\//.test(r)) { li.appendChild(el("a", {href: r, rel: "noreferrer"}, r)); } else { li.textContent = r; }
+      return li;
+    });
+    box.appendChild(el("h3", {}, "Evidence"));
+    box.appendChild(el("pre", {"class": "evidence"}, JSON.stringify(evidence, null, 2)));
+  }
+}());
+</script>
+</body>
+</html>
+'''
+
+
+def _script_safe_json(data):
+    # Inside <script>, "</script>" or "<!--" in host-supplied evidence would end
+    # the element; escaping <, > and & keeps the JSON identical once parsed.
+    text = json.dumps(data, sort_keys=True)
+    return text.replace('<', '\\u003c').replace('>', '\\u003e').replace('&', '\\u0026')
+
+
+def render_html(report):
+    return _PAGE.replace('__REPORT_JSON__', _script_safe_json(report))
