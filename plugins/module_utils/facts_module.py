@@ -43,7 +43,7 @@ def main(check_id=None):
         return module.run_command(cmd, environ_update={'LC_ALL': 'C', 'SYSTEMD_PAGER': ''})
 
     ctx = AuditContext(root=params['root'], probes=params['probes'], settings=params['settings'],
-                       run_command=run_command, which=lambda name: module.get_bin_path(name))
+                       run_command=run_command, which=module.get_bin_path)
     findings, timings = registry.run(ctx, detections)
     module.exit_json(
         changed=False,

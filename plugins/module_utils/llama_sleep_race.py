@@ -62,6 +62,10 @@ def _process_instance(ctx, process):
     }
     if process.environ_problem:
         evidence['environ'] = process.environ_problem
+    if environ and llama_server.IGNORED_SLEEP_ENV in environ:
+        evidence['note'] = ('%s=%s is set, but llama-server does not read it (no environment variable '
+                            'for --sleep-idle-seconds); it does not turn sleep on'
+                            % (llama_server.IGNORED_SLEEP_ENV, environ[llama_server.IGNORED_SLEEP_ENV]))
     name = llama_server.describe_process(process)
     if seconds is None:
         return instance(name, 'error', '%s: --sleep-idle-seconds %r is not a number.' % (name, value), evidence)

@@ -29,8 +29,9 @@ class SelectionError(ValueError):
     pass
 
 
-def select(requested, available=BY_ID):
-    """gather_subset-style selection: 'all', ids, and '!id' exclusions, in listed order."""
+def select(requested, available=None):
+    """gather_subset-style selection: 'all', ids, and '!id' exclusions, in report order."""
+    available = BY_ID if available is None else available
     requested = [str(r).strip() for r in (requested or ['all']) if str(r).strip()]
     include, exclude = set(), set()
     for item in requested:

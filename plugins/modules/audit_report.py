@@ -70,7 +70,7 @@ attributes:
     support: full
     description: Target OS/families that can be operated against.
 author:
-  - homelab.postmortem contributors
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
   - module: homelab.postmortem.audit_facts
 '''

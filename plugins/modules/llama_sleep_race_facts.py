@@ -28,7 +28,7 @@ description:
 extends_documentation_fragment:
   - homelab.postmortem.detection
 author:
-  - homelab.postmortem contributors
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
   - module: homelab.postmortem.audit_facts
 '''
@@ -46,7 +46,45 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
-# See the homelab.postmortem.detection doc fragment.
+ansible_facts:
+  description: Facts to add to the host.
+  returned: always
+  type: complex
+  contains:
+    postmortem:
+      description: Findings keyed by detection id; this module returns only C(llama_sleep_race).
+      returned: always
+      type: complex
+      contains:
+        llama_sleep_race:
+          description:
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary),
+              C(evidence), C(remediation), C(references)).
+            - C(evidence.instances) has one entry per llama-server process and per preset section.
+              A process entry's evidence holds C(pid), C(argv) (API keys redacted),
+              C(sleep_idle_seconds), C(source) (C(command line) or C(default)) and C(supervisor):
+              C(unit), C(scope), C(restart), C(crash_restarted) (true, false, or null when it
+              could not be told, with C(reason)), C(n_restarts), C(fragment_path), C(drop_ins).
+            - A preset entry's evidence holds C(file), C(section), C(defined_in) (section and line),
+              C(sleep_idle_seconds), C(used_by) (router pids) and C(overridden_by) when the
+              router's command line wins.
+          returned: always
+          type: dict
+          sample:
+            id: llama_sleep_race
+            status: at_risk
+            summary: 1 of 1 llama-server instance(s) have sleep mode on; 1 would stay down after a crash.
+            evidence:
+              llama_server_processes: 1
+              instances:
+                - name: llama-server pid 4242
+                  status: at_risk
+                  evidence: {pid: 4242, sleep_idle_seconds: 2, source: command line,
+                             supervisor: {unit: llama.service, restart: "no", crash_restarted: false}}
+    postmortem_run:
+      description: How the finding was produced (checks, probes, root, live, duration_ms, collection_version).
+      returned: always
+      type: dict
 '''
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import main as run_module

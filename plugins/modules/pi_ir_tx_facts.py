@@ -26,7 +26,7 @@ description:
 extends_documentation_fragment:
   - homelab.postmortem.detection
 author:
-  - homelab.postmortem contributors
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
   - module: homelab.postmortem.audit_facts
 '''
@@ -42,7 +42,44 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
-# See the homelab.postmortem.detection doc fragment.
+ansible_facts:
+  description: Facts to add to the host.
+  returned: always
+  type: complex
+  contains:
+    postmortem:
+      description: Findings keyed by detection id; this module returns only C(pi_ir_tx).
+      returned: always
+      type: complex
+      contains:
+        pi_ir_tx:
+          description:
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary),
+              C(evidence), C(remediation), C(references)).
+            - C(evidence) holds C(config), C(files_read), C(board_model), C(board), C(running_kernel),
+              C(installed_kernels), C(next_boot_kernel), whether each is in C(affected_kernels), and
+              the C(transmitters) registered under C(/sys/class/rc) (C(rc), C(driver), C(lirc)).
+            - C(evidence.instances) has one entry per transmitter and per C(dtoverlay=pwm-ir-tx) or
+              C(gpio-ir-tx) line that applies to the board, with C(file), C(line), C(text),
+              C(section), C(applies) (C(yes), or C(maybe) when it depends on a condition not known
+              offline), C(pin) and C(params).
+          returned: always
+          type: dict
+          sample:
+            id: pi_ir_tx
+            status: affected
+            summary: "pwm-ir-tx transmitter runs on affected kernel 6.18.34+rpt-rpi-v8: IR codes are not sent."
+            evidence:
+              running_kernel: 6.18.34+rpt-rpi-v8
+              affected_kernels: ">= 6.18"
+              instances:
+                - name: "dtoverlay=pwm-ir-tx at /boot/firmware/config.txt:47"
+                  status: affected
+                  evidence: {file: /boot/firmware/config.txt, line: 47, section: "[all]", pin: "18", applies: "yes"}
+    postmortem_run:
+      description: How the finding was produced (checks, probes, root, live, duration_ms, collection_version).
+      returned: always
+      type: dict
 '''
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import main as run_module

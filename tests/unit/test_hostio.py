@@ -94,7 +94,7 @@ def test_list_processes_skips_kernel_threads_vanished_pids_and_others(tmp_path):
 def test_environ_problem_is_recorded_not_raised(tmp_path):
     fake_proc(tmp_path, 20, ['llama-server'])
     os.makedirs(str(tmp_path / '20' / 'environ'))  # unreadable as a file
-    processes, _ = hostio.list_processes(str(tmp_path), lambda name: True)
+    processes = hostio.list_processes(str(tmp_path), lambda name: True)[0]
     assert processes[0].environ() is None
     assert 'cannot be read' in processes[0].environ_problem
 

@@ -49,7 +49,7 @@ def test_not_applicable_without_llama_server(tmp_path):
 
 def test_sleep_flag_forms_and_last_one_wins(tmp_path):
     proc(tmp_path, 10, ['/opt/llama/llama-server', '-m', 'm.gguf', '--sleep-idle-seconds', '300'])
-    proc(tmp_path, 11, ['llama-server', '--sleep-idle-seconds=0'])
+    proc(tmp_path, 11, ['llama-server', '--sleep-idle-seconds', '0', '--port', '8081'])
     proc(tmp_path, 12, ['llama-server', '--sleep-idle-seconds', '60', '--sleep-idle-seconds', '-1'])
     proc(tmp_path, 13, ['llama-server', '-m', 'm.gguf'])
     result = run(ctx(tmp_path))
@@ -133,8 +133,8 @@ def test_listed_preset_files_and_unreadable_ones(tmp_path):
     result = run(ctx(tmp_path, settings=settings))
     statuses = sorted((os.path.basename(i['evidence']['file']), i['status']) for i in result['evidence']['instances'])
     assert statuses == [('b.ini', 'error'), ('gone.ini', 'unknown'), ('p.ini', 'at_risk')]
-    assert 'no running router uses this preset' in [i for i in result['evidence']['instances']
-                                                   if i['evidence']['file'].endswith('p.ini')][0]['summary']
+    listed = [i for i in result['evidence']['instances'] if i['evidence']['file'].endswith('p.ini')][0]
+    assert 'no running router uses this preset' in listed['summary']
 
 
 def test_image_audit_reads_no_processes(tmp_path):
@@ -148,5 +148,13 @@ def test_resolve_precedence_argv_over_environment():
     assert llama_server.resolve(option, ['llama-server', '--x-opt', '1'], {'LLAMA_ARG_X_OPT': '2'}) == ('1', 'command line')
     assert llama_server.resolve(option, ['llama-server'], {'LLAMA_ARG_X_OPT': '2'}) == ('2', 'environment LLAMA_ARG_X_OPT')
     assert llama_server.resolve(option, ['llama-server'], {}) == ('d', 'default')
-    # A flag at the very end without a value is not a value.
+    # A flag at the very end without a value is not a value, and llama-server rejects --opt=value.
     assert llama_server.from_argv(['llama-server', '--x-opt'], option) is None
+    assert llama_server.from_argv(['llama-server', '--x-opt=3'], option) is None
+
+
+def test_sleep_environment_variable_is_a_note_not_a_finding(tmp_path):
+    proc(tmp_path, 60, ['llama-server', '-m', 'm.gguf'], environ={'LLAMA_ARG_SLEEP_IDLE_SECONDS': '2'})
+    result = run(ctx(tmp_path))
+    assert result['status'] == 'ok'
+    assert 'does not read it' in result['evidence']['instances'][0]['evidence']['note']

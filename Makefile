@@ -1,0 +1,67 @@
+# homelab.postmortem: two commands matter.
+#   make audit   set up a virtualenv and the collection, audit this machine
+#   make test    set up everything the tests need, then run every test
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+REPO := $(abspath .)
+VENV := $(REPO)/.venv
+BUILD := $(REPO)/build
+COLLECTIONS := $(BUILD)/collections
+REPORT_DIR ?= $(REPO)/postmortem-report
+INVENTORY ?= $(REPO)/inventory/localhost.yml
+
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
+export CONTAINERS_CONF := $(BUILD)/containers.conf
+export POSTMORTEM_COLLECTIONS_PATH := $(COLLECTIONS)
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help audit test venv collection test-env units e2e sanity lint bench clean
+
+help:
+	@echo "make audit   - set up and audit this machine (report in $(REPORT_DIR))"
+	@echo "make test    - set up and run every test (unit, e2e, sanity, lint)"
+	@echo "make units | e2e | sanity | lint | bench"
+
+venv:
+	@scripts/venv.sh requirements/controller.txt
+
+collection: venv
+	@scripts/install-collection.sh
+
+audit: collection
+	$(VENV)/bin/ansible-playbook homelab.postmortem.audit -i $(INVENTORY) \
+		-e postmortem_report_dir=$(REPORT_DIR) $(AUDIT_ARGS)
+
+# Everything the tests need: Debian packages (root), test Python packages,
+# podman's config and systemd image, llama-server and the model, containers.podman.
+test-env: collection
+	@scripts/venv.sh requirements/controller.txt requirements/test.txt
+	@scripts/setup-system.sh
+	@scripts/setup-podman.sh
+	@scripts/setup-llama.sh
+	@scripts/setup-test-collections.sh
+
+units: collection
+	$(VENV)/bin/python -m pytest tests/unit -q
+
+e2e: test-env
+	$(VENV)/bin/python -m pytest tests/e2e -q -p no:cacheprovider
+
+sanity: test-env
+	@scripts/sanity.sh
+
+lint: test-env
+	@scripts/lint.sh
+
+test: test-env
+	$(VENV)/bin/python -m pytest tests/unit tests/e2e -q -p no:cacheprovider -rs
+	@scripts/sanity.sh
+	@scripts/lint.sh
+
+bench: test-env
+	$(VENV)/bin/python scripts/bench_audit.py
+
+clean:
+	rm -rf $(BUILD) $(REPORT_DIR) .pytest_cache
