@@ -19,10 +19,12 @@ CONF
 mv "${conf}.tmp" "${conf}"
 export CONTAINERS_CONF="${conf}"
 
-image="localhost/postmortem-systemd:12"
+# The tag carries a hash of the package list, so changing the list builds a new image.
+packages="python3,systemd,systemd-sysv,dbus,procps,libgomp1,libssl3"
+image="localhost/postmortem-systemd:12-$(printf '%s' "${packages}" | sha256sum | cut -c1-8)"
 if ! podman image exists "${image}"; then
   log "building ${image} with mmdebstrap (about 30 s)"
-  mmdebstrap --quiet --variant=minbase \
-    --include=python3,systemd,systemd-sysv,dbus,libgomp1,procps \
-    bookworm - | podman import -q --change 'CMD ["/sbin/init"]' - "${image}" >/dev/null
+  mmdebstrap --quiet --variant=minbase --include="${packages}" bookworm - \
+    | podman import -q --change 'CMD ["/sbin/init"]' - "${image}" >/dev/null
 fi
+echo "POSTMORTEM_SYSTEMD_IMAGE=${image}" > "${BUILD}/podman.env"

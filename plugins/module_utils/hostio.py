@@ -171,21 +171,29 @@ def systemd_unit_from_cgroup(lines):
 
     Returns (unit, scope) where scope is 'system' or 'user:<uid>', or
     (None, None) when no .service owns the process (a shell, a container...).
+    On a cgroup v1 "hybrid" host the unified ``0::`` line is present but may
+    not carry systemd's placement (seen inside podman containers), so the
+    ``name=systemd`` hierarchy is read first and ``0::`` second.
     """
-    path = None
+    paths = {}
     for line in lines:
         parts = line.split(':', 2)
         if len(parts) != 3:
             continue
         hierarchy, controllers, cgpath = parts
-        if hierarchy == '0' and controllers == '':
-            path = cgpath  # cgroup v2 unified hierarchy wins
-            break
         if controllers == 'name=systemd':
-            path = cgpath
-    if not path:
-        return None, None
-    components = [c for c in path.split('/') if c]
+            paths['legacy'] = cgpath.strip()
+        elif hierarchy == '0' and controllers == '':
+            paths['unified'] = cgpath.strip()
+    for key in ('legacy', 'unified'):
+        found = _unit_in_path(paths.get(key))
+        if found[0]:
+            return found
+    return None, None
+
+
+def _unit_in_path(path):
+    components = [c for c in (path or '').split('/') if c]
     unit = None
     for component in reversed(components):
         if component.endswith('.service'):

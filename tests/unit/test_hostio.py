@@ -62,6 +62,10 @@ def test_version_in_range(version, first, fixed, expected):
     (['0::/user.slice/user-1000.slice/user@1000.service/app.slice/llama.service'], ('llama.service', 'user:1000')),
     (['9:name=systemd:/libpod_parent/libpod-abc/system.slice/llm.service'], ('llm.service', 'system')),
     (['0::/user.slice/user-1000.slice/session-3.scope'], (None, None)),
+    # Recorded inside a podman container with systemd on this cgroup v1 hybrid host:
+    # the unified line does not carry systemd's placement, name=systemd does.
+    (['9:name=systemd:/libpod_parent/libpod-ffc6/system.slice/sl.service', '8:pids:/libpod_parent/libpod-ffc6',
+      '0::/libpod_parent/libpod-ffc6'], ('sl.service', 'system')),
     (['0::/'], (None, None)),
     ([], (None, None)),
 ])

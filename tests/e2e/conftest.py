@@ -1,0 +1,88 @@
+"""Fixtures that start real components (see helpers.py for what each one is)."""
+import os
+import subprocess
+import time
+
+import pytest
+
+from helpers import BUILD, free_port, http_json, read_env_file
+
+
+@pytest.fixture(scope='session')
+def llama():
+    env = read_env_file('llama.env')
+    binary, model = env.get('LLAMA_SERVER_BIN'), env.get('LLAMA_MODEL')
+    if not (binary and os.path.exists(binary) and model and os.path.exists(model)):
+        pytest.fail('llama-server or the model is missing: run `make test-env` (scripts/setup-llama.sh)')
+    return {'bin': binary, 'model': model, 'bindir': os.path.dirname(binary)}
+
+
+@pytest.fixture
+def llama_server(llama, tmp_path):
+    """Start real llama-server processes; every one is stopped at the end of the test."""
+    started = []
+
+    def start(*args, env=None):
+        port = free_port()
+        log = open(str(tmp_path / ('llama-%d.log' % port)), 'w')
+        proc_env = dict(os.environ)
+        proc_env.update(env or {})
+        cmd = [llama['bin'], '-m', llama['model'], '-c', '512', '-np', '1', '--host', '127.0.0.1',
+               '--port', str(port)] + list(args)
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=proc_env)
+        started.append((proc, log))
+        deadline = time.time() + 90
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                raise AssertionError('llama-server exited with %s; see %s' % (proc.returncode, log.name))
+            try:
+                if http_json('http://127.0.0.1:%d/health' % port).get('status') == 'ok':
+                    break
+            except Exception:  # noqa: BLE001 - not up yet
+                time.sleep(0.2)
+        else:
+            raise AssertionError('llama-server on port %d did not become healthy' % port)
+        proc.port = port
+        return proc
+
+    yield start
+    for proc, log in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def podman(*args, check=True, timeout=120):
+    env = dict(os.environ, CONTAINERS_CONF=os.path.join(BUILD, 'containers.conf'))
+    return subprocess.run(['podman'] + list(args), env=env, capture_output=True, text=True, check=check, timeout=timeout)
+
+
+@pytest.fixture
+def systemd_container(llama):
+    """A container with systemd as PID 1, llama-server and the model bind-mounted read-only."""
+    image = read_env_file('podman.env').get('POSTMORTEM_SYSTEMD_IMAGE')
+    if not image:
+        pytest.fail('no systemd image: run `make test-env` (scripts/setup-podman.sh)')
+    name = 'postmortem-e2e-%d' % os.getpid()
+    podman('rm', '-f', name, check=False)
+    podman('run', '-d', '--name', name, '--systemd=always', '--network', 'none',
+           '-v', '%s:/opt/llama:ro' % llama['bindir'],
+           '-v', '%s:/models:ro' % os.path.dirname(llama['model']),
+           image, '/sbin/init')
+    try:
+        deadline = time.time() + 60
+        state = ''
+        while time.time() < deadline:
+            state = podman('exec', name, 'systemctl', 'is-system-running', check=False).stdout.strip()
+            if state in ('running', 'degraded'):
+                break
+            time.sleep(0.5)
+        else:
+            pytest.fail('systemd in %s did not finish booting (state %r)' % (name, state))
+        yield name
+    finally:
+        podman('rm', '-f', '-t', '2', name, check=False)

