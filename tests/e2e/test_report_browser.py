@@ -1,0 +1,87 @@
+"""The HTML report in a real headless browser (Debian's chromium + chromedriver).
+
+The report is written by the real playbook for a fleet with an audited host, an
+unreachable one and one whose Python is missing, plus an image audit that is
+at_risk, so the grid has several statuses to filter.
+"""
+import shutil
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.options import Options
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from helpers import local_host, run_audit
+
+
+@pytest.fixture
+def browser():
+    chromium, driver = shutil.which('chromium'), shutil.which('chromedriver')
+    if not (chromium and driver):
+        pytest.fail('chromium and chromedriver are missing: run `make test-env` (scripts/setup-system.sh)')
+    options = Options()
+    options.binary_location = chromium
+    for flag in ('--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                 '--disable-background-networking', '--disable-component-update', '--disable-sync',
+                 '--window-size=1400,900'):
+        options.add_argument(flag)
+    session = webdriver.Chrome(service=Service(driver), options=options)
+    session.set_page_load_timeout(30)
+    yield session
+    session.quit()
+
+
+@pytest.fixture
+def report(tmp_path):
+    root = tmp_path / 'sdcard'
+    (root / 'boot' / 'firmware').mkdir(parents=True)
+    (root / 'boot' / 'firmware' / 'config.txt').write_text('dtoverlay=pwm-ir-tx\n')
+    (root / 'lib' / 'modules' / '6.18.34+rpt-rpi-v8').mkdir(parents=True)
+    inventory = {'all': {'hosts': {
+        'localhost': local_host(),
+        'pi-image': local_host(postmortem_root=str(root)),
+        'deadhost': {'ansible_host': '127.0.0.9', 'ansible_port': 1},
+        'nopython': local_host(ansible_python_interpreter='/nonexistent/bin/python3'),
+    }}}
+    # postmortem_root as a host variable: each host gets its own root.
+    run = run_audit(tmp_path, inventory)
+    assert run.proc.returncode == 0, run.output
+    return run
+
+
+def visible_rows(browser):
+    return [r.get_attribute('data-host') for r in browser.find_elements(By.CSS_SELECTOR, 'tr.host-row') if r.is_displayed()]
+
+
+def test_grid_details_and_status_filter(browser, report):
+    browser.get('file://%s/postmortem.html' % report.report_dir)
+    hosts = ['localhost', 'pi-image', 'deadhost', 'nopython']
+    assert visible_rows(browser) == hosts
+    headers = [h.text for h in browser.find_elements(By.CSS_SELECTOR, 'th.check')]
+    assert headers == ['pi_ir_tx', 'llama_sleep_race']
+    cells = browser.find_elements(By.CSS_SELECTOR, 'td.cell')
+    assert len(cells) == len(hosts) * len(headers)
+    status = dict(((c.get_attribute('data-host'), c.get_attribute('data-check')), c.get_attribute('data-status')) for c in cells)
+    assert status[('pi-image', 'pi_ir_tx')] == 'at_risk'
+    assert status[('deadhost', 'pi_ir_tx')] == 'unreachable'
+    assert status[('nopython', 'llama_sleep_race')] == 'failed'
+
+    # Evidence and fix on click.
+    browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="pi-image"][data-check="pi_ir_tx"]').click()
+    details = browser.find_element(By.ID, 'details')
+    assert details.get_attribute('data-host') == 'pi-image'
+    assert 'gpio-ir-tx' in details.text  # the fix
+    assert '"next_boot_kernel": "6.18.34+rpt-rpi-v8"' in details.find_element(By.CSS_SELECTOR, 'pre.evidence').text
+
+    # Filter: only at_risk -> only the image host stays, other statuses are dimmed.
+    for box in browser.find_elements(By.CSS_SELECTOR, 'input.status-filter'):
+        if box.get_attribute('value') != 'at_risk':
+            box.click()
+    assert visible_rows(browser) == ['pi-image']
+    dimmed = browser.find_elements(By.CSS_SELECTOR, 'tr[data-host="pi-image"] td.cell.dimmed')
+    assert [c.get_attribute('data-check') for c in dimmed] == ['llama_sleep_race']
+
+    # Add unreachable back: the unreachable host reappears.
+    browser.find_element(By.ID, 'filter-unreachable').click()
+    assert visible_rows(browser) == ['pi-image', 'deadhost']
