@@ -62,9 +62,9 @@ ansible_facts:
               C(evidence), C(remediation), C(references)).
             - C(evidence.instances) has one entry per llama-server process and per preset section.
               A process entry's evidence holds C(pid), C(argv) (API keys redacted),
-              C(sleep_idle_seconds), C(source) (C(command line) or C(default)) and C(supervisor):
-              C(unit), C(scope), C(restart), C(crash_restarted) (true, false, or null when it
-              could not be told, with C(reason)), C(n_restarts), C(fragment_path), C(drop_ins).
+              C(sleep_idle_seconds), C(source) (C(command line) or C(default)) and C(supervisor)
+              with C(unit), C(scope), C(restart), C(crash_restarted) (true, false, or null when it
+              could not be told, with C(reason)), C(n_restarts), C(fragment_path) and C(drop_ins).
             - A preset entry's evidence holds C(file), C(section), C(defined_in) (section and line),
               C(sleep_idle_seconds), C(used_by) (router pids) and C(overridden_by) when the
               router's command line wins.
