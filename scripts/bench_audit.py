@@ -42,7 +42,7 @@ def main():
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, 'build', 'collections'),
                ANSIBLE_FORKS=str(HOSTS), ANSIBLE_NOCOLOR='1')
     times = dict((name, []) for name in plays)
-    for _ in range(ROUNDS):
+    for _round in range(ROUNDS):
         for name in plays:  # alternate, so drift in machine load hits both sides alike
             started = time.monotonic()
             subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', os.path.join(work, 'inventory.json'),

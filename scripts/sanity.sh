@@ -11,7 +11,7 @@ rm -rf "${BUILD}/sanity" && mkdir -p "${dest}"
 for f in "${dest}"/tests/sanity/ignore-*.txt; do
   [ -s "$f" ] && die "$(basename "$f") is not empty: fix the code instead"
 done
-cd "${dest}"
+cd "${dest}" || exit 1
 # The copy sits inside this repository's ignored build/ directory; give it a
 # repository of its own so ansible-test lists its files instead of none.
 git init -q . && git add -A && git -c user.name=sanity -c user.email=sanity@localhost commit -qm sanity

@@ -8,11 +8,12 @@ target="${BUILD}/collections/ansible_collections/containers/podman"
 [ -f "${target}/MANIFEST.json" ] && exit 0
 wheels="${BUILD}/wheels"
 mkdir -p "${wheels}"
-wheel="$(ls "${wheels}"/ansible-"${ANSIBLE_WHEEL_VERSION}"-*.whl 2>/dev/null | head -n1 || true)"
+find_wheel() { find "${wheels}" -maxdepth 1 -name "ansible-${ANSIBLE_WHEEL_VERSION}-*.whl" | head -n1; }
+wheel="$(find_wheel)"
 if [ -z "${wheel}" ]; then
   log "downloading the ansible ${ANSIBLE_WHEEL_VERSION} wheel for containers.podman"
   "${VENV}/bin/pip" download --disable-pip-version-check -q --no-deps "ansible==${ANSIBLE_WHEEL_VERSION}" -d "${wheels}"
-  wheel="$(ls "${wheels}"/ansible-"${ANSIBLE_WHEEL_VERSION}"-*.whl | head -n1)"
+  wheel="$(find_wheel)"
 fi
 "${VENV}/bin/python" - "${wheel}" "${BUILD}/collections" <<'PY'
 import sys, zipfile

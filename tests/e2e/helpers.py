@@ -12,7 +12,6 @@ import json
 import os
 import socket
 import subprocess
-import time
 import urllib.request
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -72,7 +71,8 @@ def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300):
     variables.update(extra_vars or {})
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), 'homelab.postmortem.audit', '-i', str(inventory_path),
            '-e', json.dumps(variables)] + list(args)
-    proc = subprocess.run(cmd, env=ansible_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, env=ansible_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=timeout,
+                          check=False)
     return AuditRun(proc, report_dir)
 
 
@@ -91,5 +91,3 @@ def free_port():
 def http_json(url, timeout=2.0):
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.loads(response.read().decode())
-
-

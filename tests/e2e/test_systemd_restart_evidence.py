@@ -38,8 +38,8 @@ def install_units(container):
         if states == ['active'] * len(UNITS):
             return
         time.sleep(0.5)
-    raise AssertionError('units did not start: %s' % podman('exec', container, 'systemctl', 'status', '--no-pager', *UNITS,
-                                                           check=False).stdout)
+    status = podman('exec', container, 'systemctl', 'status', '--no-pager', *UNITS, check=False).stdout
+    raise AssertionError('units did not start: %s' % status)
 
 
 def test_restart_setting_of_the_owning_unit_is_evidence(tmp_path, systemd_container):
