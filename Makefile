@@ -12,7 +12,6 @@ REPORT_DIR ?= $(REPO)/postmortem-report
 INVENTORY ?= $(REPO)/inventory/localhost.yml
 
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
-export ANSIBLE_COLLECTIONS_SCAN_SYS_PATH := false
 export CONTAINERS_CONF := $(BUILD)/containers.conf
 export POSTMORTEM_COLLECTIONS_PATH := $(COLLECTIONS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1

@@ -107,10 +107,6 @@ class Process(object):
         self._environ = None
         self.environ_problem = None
 
-    @property
-    def name(self):
-        return os.path.basename(self.argv[0]) if self.argv else ''
-
     def environ(self):
         """The process environment, or None with ``environ_problem`` set."""
         if self._environ is None and self.environ_problem is None:

@@ -103,9 +103,9 @@ def _preset_instances(ctx, path, routers):
                     'used_by': [r.pid for r in routers]}
         if router_override:
             evidence['overridden_by'] = 'command line of router pid %d: --sleep-idle-seconds %s' % router_override
-            continue_seconds = llama_server.as_int(router_override[1])
-            if continue_seconds is not None:
-                seconds = continue_seconds
+            override_seconds = llama_server.as_int(router_override[1])
+            if override_seconds is not None:
+                seconds = override_seconds
                 evidence['sleep_idle_seconds'] = seconds
         if seconds is None:
             found.append(instance(name, 'error', '%s: sleep-idle-seconds = %r is not a number.' % (name, value), evidence))

@@ -14,8 +14,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import llama_sleep_race, pi_ir_tx
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
-    DetectionError, error_finding, make_finding)
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError, error_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
 
 DETECTIONS = (
@@ -88,6 +87,3 @@ def run(ctx, detections):
         timings[detection.ID] = round((time.time() - started) * 1000.0, 1)
     return findings, timings
 
-
-__all__ = ['DETECTIONS', 'BY_ID', 'SelectionError', 'select', 'validate_probes', 'validate_settings',
-           'run', 'run_one', 'make_finding']

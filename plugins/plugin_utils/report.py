@@ -42,7 +42,7 @@ def plain(value):
     return str(value)
 
 
-def host_entry(name, result, checks):
+def host_entry(name, result):
     """Turn one host's registered audit_facts result into the report's host record."""
     if result is None:
         return {'name': name, 'state': 'failed', 'reason': 'no audit result: the host left the play before the audit ran',
@@ -66,7 +66,7 @@ def build(hosts, results, checks, collection_version, now=None):
     """hosts: names in inventory order; results: {host: registered result or None};
     checks: [(id, title)] in report order."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    entries = [host_entry(h, results.get(h), checks) for h in hosts]
+    entries = [host_entry(h, results.get(h)) for h in hosts]
     seen = set(cid for e in entries for cid in e['findings'])
     known = [c for c in checks if c[0] in seen] or list(checks)
     extra = sorted(seen - set(c[0] for c in known))

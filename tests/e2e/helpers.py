@@ -35,7 +35,6 @@ def ansible_env(**extra):
     env = dict(os.environ)
     env.update({
         'ANSIBLE_COLLECTIONS_PATH': os.path.join(BUILD, 'collections'),
-        'ANSIBLE_COLLECTIONS_SCAN_SYS_PATH': 'false',
         'ANSIBLE_NOCOLOR': '1',
         'ANSIBLE_HOST_KEY_CHECKING': 'false',
         'CONTAINERS_CONF': os.path.join(BUILD, 'containers.conf'),

@@ -1,6 +1,10 @@
+import os
+
 import pytest
+import yaml
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
@@ -72,3 +76,9 @@ def test_a_failing_detection_becomes_an_error_finding(exc, text):
     result = registry.run_one(AuditContext(root='/nonexistent', live=False), Exploding(exc))
     assert result['status'] == 'error'
     assert result['summary'] == text
+
+
+def test_reported_collection_version_matches_galaxy_yml():
+    galaxy = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'galaxy.yml')
+    with open(galaxy) as handle:
+        assert yaml.safe_load(handle)['version'] == COLLECTION_VERSION
