@@ -16,12 +16,12 @@ export CONTAINERS_CONF := $(BUILD)/containers.conf
 export POSTMORTEM_COLLECTIONS_PATH := $(COLLECTIONS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help audit test venv collection test-env units e2e sanity lint bench clean
+.PHONY: help audit test venv collection test-env units e2e sanity lint molecule bench clean
 
 help:
 	@echo "make audit   - set up and audit this machine (report in $(REPORT_DIR))"
 	@echo "make test    - set up and run every test (unit, e2e, sanity, lint)"
-	@echo "make units | e2e | sanity | lint | bench"
+	@echo "make units | e2e | sanity | lint | molecule | bench"
 
 venv:
 	@scripts/venv.sh requirements/controller.txt
@@ -54,10 +54,14 @@ sanity: test-env
 lint: test-env
 	@scripts/lint.sh
 
+molecule: test-env
+	@scripts/molecule.sh
+
 test: test-env
 	$(VENV)/bin/python -m pytest tests/unit tests/e2e -q -p no:cacheprovider -rs
 	@scripts/sanity.sh
 	@scripts/lint.sh
+	@scripts/molecule.sh
 
 bench: test-env
 	$(VENV)/bin/python scripts/bench_audit.py

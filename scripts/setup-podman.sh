@@ -19,12 +19,19 @@ CONF
 mv "${conf}.tmp" "${conf}"
 export CONTAINERS_CONF="${conf}"
 
-# The tag carries a hash of the package list, so changing the list builds a new image.
-packages="python3,systemd,systemd-sysv,dbus,procps,libgomp1,libssl3"
-image="localhost/postmortem-systemd:12-$(printf '%s' "${packages}" | sha256sum | cut -c1-8)"
-if ! podman image exists "${image}"; then
-  log "building ${image} with mmdebstrap (about 30 s)"
-  mmdebstrap --quiet --variant=minbase --include="${packages}" bookworm - \
-    | podman import -q --change 'CMD ["/sbin/init"]' - "${image}" >/dev/null
-fi
-echo "POSTMORTEM_SYSTEMD_IMAGE=${image}" > "${BUILD}/podman.env"
+# Base images, built without a registry. The tag carries a hash of the
+# package list, so changing the list builds a new image.
+build_image() {  # suite name -> prints the image reference
+  local suite="$1" name="$2" packages="python3,systemd,systemd-sysv,dbus,procps,libgomp1,libssl3"
+  local image
+  image="localhost/postmortem-${name}:$(printf '%s %s' "${suite}" "${packages}" | sha256sum | cut -c1-8)"
+  if ! podman image exists "${image}"; then
+    log "building ${image} (${suite}) with mmdebstrap (about 40 s)"
+    mmdebstrap --quiet --variant=minbase --include="${packages}" "${suite}" - \
+      | podman import -q --change 'CMD ["/sbin/init"]' - "${image}" >/dev/null
+  fi
+  echo "${image}"
+}
+systemd12="$(build_image bookworm debian12)"
+debian13="$(build_image trixie debian13)"
+printf 'POSTMORTEM_SYSTEMD_IMAGE=%s\nPOSTMORTEM_DEBIAN13_IMAGE=%s\n' "${systemd12}" "${debian13}" > "${BUILD}/podman.env"

@@ -16,7 +16,7 @@ __metaclass__ = type
 import os
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, rpi_config
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, ir_trace, rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
     DetectionError, instance, make_finding)
 
@@ -27,13 +27,17 @@ REFERENCES = [
     'media: pwm-ir-tx: Avoid direct access to hrtimer clockbase (commit 44d7fb8acdf8, first in v6.18)',
 ]
 REMEDIATION = {
+    'role': 'homelab.postmortem.pi_ir_tx',
+    'vars': {'pi_ir_tx_reboot': True},
     'manual': [
         'In the config.txt section that loads it, replace dtoverlay=pwm-ir-tx[,gpiopin=N] '
         'with dtoverlay=gpio-ir-tx,gpio_pin=N (same pin; pwm-ir-tx defaults to 18).',
         'Reboot, then check that the transmitter is registered by gpio-ir-tx (/sys/class/rc/rc*/uevent).',
     ],
 }
-PROBES = ()
+# ir_tx_trace sends a 30 ms test code through each transmitter and reads the
+# kernel trace of what the hardware was told to do (see ir_trace.py).
+PROBES = ('ir_tx_trace',)
 SETTINGS = {
     # The upper bound is not known until a fixed kernel ships; users can set it
     # (or narrow the range) without a new release of the collection.
@@ -121,7 +125,7 @@ def _listdir(path):
         return []
 
 
-def _board(ctx):
+def read_board(ctx):
     if not ctx.live:
         return None, None
     model = None
@@ -136,11 +140,29 @@ def _board(ctx):
     return model, rpi_config.board_from_model(model)
 
 
-def _find_config(ctx):
+def find_config(ctx):
     for candidate in CONFIG_CANDIDATES:
         if os.path.exists(ctx.path(candidate)):
             return candidate
     return None
+
+
+def _apply_probe(ctx, item):
+    """Replace what the kernel version suggests by what the trace measured."""
+    measured = ir_trace.probe(ctx, item['evidence'])
+    evidence = dict(item['evidence'], probe=measured)
+    rc = item['evidence']['rc']
+    verdict = measured.get('verdict')
+    if verdict == 'broken':
+        return instance(item['name'], 'affected',
+                        'Measured: %s sent %d edges within %.1f microseconds for a %.0f ms test code.'
+                        % (rc, measured['edges'], measured['span_us'], measured['expected_span_ms']), evidence)
+    if verdict == 'ok':
+        return instance(item['name'], 'ok',
+                        'Measured: %s sent %d edges over %.1f ms for a %.0f ms test code.'
+                        % (rc, measured['edges'], measured['span_ms'], measured['expected_span_ms']), evidence)
+    reason = measured.get('reason') or 'the trace recorded no edges for the test code'
+    return instance(item['name'], item['status'], '%s (probe: %s)' % (item['summary'], reason), evidence)
 
 
 def _overlay_evidence(overlay, board):
@@ -173,8 +195,8 @@ def detect(ctx):
         version = hostio.version_tuple(release or '')
         return bool(version) and hostio.version_in_range(version, first, fixed)
 
-    config_rel = _find_config(ctx)
-    model, board = _board(ctx)
+    config_rel = find_config(ctx)
+    model, board = read_board(ctx)
     transmitters, tx_problems = registered_transmitters(ctx) if ctx.live else ([], None)
     pwm_tx = [t for t in transmitters if t['driver'] == PWM_OVERLAY]
     gpio_tx = [t for t in transmitters if t['driver'] == GPIO_OVERLAY]
@@ -228,6 +250,8 @@ def detect(ctx):
     for tx in gpio_tx:
         instances.append(instance('transmitter %s (%s)' % (tx['rc'], ', '.join(tx['lirc']) or 'no lirc device'), 'ok',
                                   '%s is driven by gpio-ir-tx, which is not affected.' % tx['rc'], tx))
+    if 'ir_tx_trace' in ctx.probes and ctx.live:
+        instances = [_apply_probe(ctx, item) if item['name'].startswith('transmitter ') else item for item in instances]
 
     for overlay in overlays:
         line_evidence = _overlay_evidence(overlay, board)
@@ -260,7 +284,10 @@ def detect(ctx):
         return make_finding(_SELF, 'not_applicable',
                             'No IR transmitter is configured or registered.', evidence=evidence)
     worst = [i for i in instances if i['status'] in ('affected', 'at_risk', 'unknown')]
-    if any(i['status'] == 'affected' for i in instances):
+    if pwm_tx and not any(o.name == PWM_OVERLAY for o in overlays) and any(i['status'] == 'affected' for i in instances):
+        summary = ('pwm-ir-tx still runs on kernel %s, but config.txt no longer loads it: reboot to switch '
+                   'to gpio-ir-tx.' % running)
+    elif any(i['status'] == 'affected' for i in instances):
         summary = 'pwm-ir-tx transmitter runs on affected kernel %s: IR codes are not sent.' % running
     elif any(i['status'] == 'at_risk' for i in instances):
         summary = 'pwm-ir-tx is configured; kernel %s (next boot) is affected: IR will stop working.' % next_boot

@@ -23,6 +23,10 @@ description:
     M(homelab.postmortem.audit_facts).
   - "Settings: C(affected_from) (default C(6.18)) and C(fixed_in) (default none: no fixed
     kernel is known yet)."
+  - With I(probes=[ir_tx_trace]) (root, C(ir-ctl) from v4l-utils) each registered transmitter is
+    measured: a 30 ms test code is sent and the C(pwm/pwm_apply) or C(gpio/gpio_value) edges are
+    read from a private tracefs instance, which is removed afterwards. Edges spanning less than
+    half the code mean C(affected), whatever the kernel version says.
 extends_documentation_fragment:
   - homelab.postmortem.detection
 author:
@@ -34,6 +38,11 @@ seealso:
 EXAMPLES = r'''
 - name: Check the IR transmitter on every Pi
   homelab.postmortem.pi_ir_tx_facts:
+
+- name: Measure what each transmitter really sends
+  homelab.postmortem.pi_ir_tx_facts:
+    probes: [ir_tx_trace]
+  become: true
 
 - name: Check an SD-card image mounted on the controller
   homelab.postmortem.pi_ir_tx_facts:

@@ -90,3 +90,14 @@ def free_port():
 def http_json(url, timeout=2.0):
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.loads(response.read().decode())
+
+
+def run_module(tmp_path, module, args, check=False, diff=False, timeout=120):
+    """ansible localhost -m <module>: the real module through Ansible, JSON result back."""
+    cmd = [os.path.join(VENV_BIN, 'ansible'), 'localhost', '-c', 'local', '-m', module, '-a', json.dumps(args),
+           '-e', 'ansible_python_interpreter=%s' % os.path.join(VENV_BIN, 'python')]
+    cmd += ['--check'] if check else []
+    cmd += ['--diff'] if diff else []
+    env = ansible_env(ANSIBLE_STDOUT_CALLBACK='ansible.builtin.minimal', ANSIBLE_LOAD_CALLBACK_PLUGINS='1')
+    proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=timeout, check=False)
+    return proc

@@ -138,3 +138,13 @@ def test_image_audit_reads_files_only_and_names_the_boards(tmp_path):
 def test_unknown_without_any_kernel_to_compare(tmp_path):
     result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx\n', [], live=False))
     assert result['status'] == 'unknown'
+
+
+def test_config_fixed_but_not_rebooted_is_still_affected_and_says_reboot(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=gpio-ir-tx,gpio_pin=18\n', [K618], K618, transmitters=['pwm-ir-tx']))
+    assert result['status'] == 'affected'
+    assert 'reboot to switch to gpio-ir-tx' in result['summary']
+
+
+def test_remediation_names_the_role():
+    assert pi_ir_tx.REMEDIATION['role'] == 'homelab.postmortem.pi_ir_tx'
