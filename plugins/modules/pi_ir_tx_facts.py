@@ -24,7 +24,7 @@ description:
   - "Settings: C(affected_from) (default C(6.18)) and C(fixed_in) (default none: no fixed
     kernel is known yet)."
   - With I(probes=[ir_tx_trace]) (root, C(ir-ctl) from v4l-utils) each registered transmitter is
-    measured: a 30 ms test code is sent and the C(pwm/pwm_apply) or C(gpio/gpio_value) edges are
+    measured. A 30 ms test code is sent and the C(pwm/pwm_apply) or C(gpio/gpio_value) edges are
     read from a private tracefs instance, which is removed afterwards. Edges spanning less than
     half the code mean C(affected), whatever the kernel version says.
 extends_documentation_fragment:
