@@ -40,6 +40,14 @@ IGNORED_SLEEP_ENV = 'LLAMA_ARG_SLEEP_IDLE_SECONDS'
 MODELS_PRESET = Option(['--models-preset'], env='LLAMA_ARG_MODELS_PRESET')
 PORT = Option(['--port'], env='LLAMA_ARG_PORT', default='8080')
 HOST = Option(['--host'], env='LLAMA_ARG_HOST', default='127.0.0.1')
+# LoRA adapters have no environment variable; several flags or comma-separated values add up.
+LORA = Option(['--lora'])
+LORA_SCALED = Option(['--lora-scaled'])
+CACHE_RAM = Option(['-cram', '--cache-ram'], env='LLAMA_ARG_CACHE_RAM', default='8192')
+SPEC_TYPE = Option(['--spec-type'], env='LLAMA_ARG_SPEC_TYPE', default='none')
+SPEC_DRAFT_MODEL = Option(['--spec-draft-model', '-md', '--model-draft'], env='LLAMA_ARG_SPEC_DRAFT_MODEL')
+API_KEY = Option(['--api-key'], env='LLAMA_API_KEY')
+API_KEY_FILE = Option(['--api-key-file'])
 
 
 def is_llama_server(name):
@@ -61,6 +69,69 @@ def from_argv(argv, option):
             index += 1
         index += 1
     return value
+
+
+def all_from_argv(argv, option):
+    """Every value given for ``option`` (repeated flags and comma-separated lists), in order."""
+    values = []
+    args = list(argv[1:])
+    index = 0
+    while index < len(args):
+        if args[index] in option.names and index + 1 < len(args):
+            values.extend(v for v in args[index + 1].split(',') if v)
+            index += 1
+        index += 1
+    return values
+
+
+def has_flag(argv, *names):
+    return any(arg in names for arg in argv[1:])
+
+
+def lora_adapters(argv):
+    """[{'path', 'scale'}] from --lora (scale 1) and --lora-scaled FNAME:SCALE."""
+    adapters = [{'path': path, 'scale': 1.0} for path in all_from_argv(argv, LORA)]
+    for item in all_from_argv(argv, LORA_SCALED):
+        path, _sep, scale = item.rpartition(':')
+        try:
+            adapters.append({'path': path or item, 'scale': float(scale)})
+        except ValueError:
+            adapters.append({'path': item, 'scale': None})
+    return adapters
+
+
+def endpoint(process):
+    """(base_url, None) for reaching the server from its own host, or (None, reason)."""
+    environ = process.environ() or {}
+    host, _src = resolve(HOST, process.argv, environ)
+    port, _src = resolve(PORT, process.argv, environ)
+    if as_int(port) is None:
+        return None, 'port %r is not a number' % (port,)
+    if host in ('0.0.0.0', '::', ''):
+        host = '127.0.0.1'
+    if host.endswith('.sock'):
+        return None, 'the server listens on a unix socket (%s); probes use loopback HTTP' % host
+    if ':' in host and not host.startswith('['):
+        host = '[%s]' % host
+    return 'http://%s:%s' % (host, port), None
+
+
+def api_key(process):
+    """The first API key the server accepts, or None. Never put it in evidence."""
+    environ = process.environ() or {}
+    value, _src = resolve(API_KEY, process.argv, environ)
+    if value:
+        return value.split(',')[0].strip()
+    path = from_argv(process.argv, API_KEY_FILE)
+    if path:
+        try:
+            for line in hostio.read_text(path, limit=64 * 1024).splitlines():
+                line = line.strip()
+                if line and not line.startswith('#'):
+                    return line
+        except hostio.ReadProblem:
+            return None
+    return None
 
 
 def resolve(option, argv, environ):
@@ -180,6 +251,20 @@ def preset_paths(ctx, settings_paths):
 
 def describe_process(process):
     return 'llama-server pid %d' % process.pid
+
+
+def process_evidence(process):
+    """What every llama-server instance reports: pid and the command line, secrets redacted."""
+    evidence = {'pid': process.pid, 'argv': redact_argv(process.argv)}
+    if process.environ_problem:
+        evidence['environ'] = process.environ_problem
+    return evidence
+
+
+def probe_target(process):
+    """(base_url, api_key, reason): where a probe can reach this instance."""
+    base, reason = endpoint(process)
+    return base, (api_key(process) if base else None), reason
 
 
 _SECRET_FLAGS = re.compile(r'^(--api-key|--hf-token|-hft)(=.*)?$')

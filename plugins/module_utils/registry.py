@@ -13,12 +13,15 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import llama_sleep_race, pi_ir_tx
+from ansible_collections.homelab.postmortem.plugins.module_utils import (
+    llama_lora_cache, llama_sleep_race, llama_spec_logprobs, pi_ir_tx)
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError, error_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
 
 DETECTIONS = (
     pi_ir_tx,
+    llama_lora_cache,
+    llama_spec_logprobs,
     llama_sleep_race,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)

@@ -86,3 +86,10 @@ def systemd_container(llama):
         yield name
     finally:
         podman('rm', '-f', '-t', '2', name, check=False)
+
+
+@pytest.fixture(scope='session')
+def lora_adapter(llama, tmp_path_factory):
+    """A real LoRA adapter GGUF for the test model, written with the gguf package."""
+    from lora_adapter import write_adapter
+    return write_adapter(llama['model'], str(tmp_path_factory.mktemp('lora') / 'adapter.gguf'))

@@ -63,6 +63,7 @@ class AuditRun:
 
 
 def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300):
+    tmp_path.mkdir(parents=True, exist_ok=True)
     inventory_path = tmp_path / 'inventory.json'
     inventory_path.write_text(json.dumps(inventory))
     report_dir = str(tmp_path / 'report')

@@ -61,3 +61,12 @@ def test_nothing_listening_and_non_loopback_urls():
         loopback_http.request_json('http://192.0.2.10:8080/health', timeout=1)
     assert loopback_http.is_loopback('127.0.0.1') and loopback_http.is_loopback('[::1]')
     assert loopback_http.is_loopback('localhost') and not loopback_http.is_loopback('127.0.0.1.example.com')
+
+
+def test_llama_probes_on_something_that_is_not_llama_server(garbage_server):
+    from ansible_collections.homelab.postmortem.plugins.module_utils import llama_probes
+    for probe in (llama_probes.lora_cache, llama_probes.spec_logprobs):
+        result = probe(garbage_server + '/html')  # every path answers HTML or {"ok": true}
+        assert result['verdict'] == 'unknown' and result['reason']
+    down = llama_probes.lora_cache('http://127.0.0.1:%d' % free_port())
+    assert down['verdict'] == 'unknown' and 'cannot be reached' in down['reason']

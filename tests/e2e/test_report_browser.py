@@ -12,6 +12,7 @@ from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
+from ansible_collections.homelab.postmortem.plugins.module_utils.registry import DETECTIONS
 from helpers import local_host, run_audit
 
 
@@ -59,7 +60,7 @@ def test_grid_details_and_status_filter(browser, report):
     hosts = ['localhost', 'pi-image', 'deadhost', 'nopython']
     assert visible_rows(browser) == hosts
     headers = [h.text for h in browser.find_elements(By.CSS_SELECTOR, 'th.check')]
-    assert headers == ['pi_ir_tx', 'llama_sleep_race']
+    assert headers == [d.ID for d in DETECTIONS]
     cells = browser.find_elements(By.CSS_SELECTOR, 'td.cell')
     assert len(cells) == len(hosts) * len(headers)
     status = dict(((c.get_attribute('data-host'), c.get_attribute('data-check')), c.get_attribute('data-status')) for c in cells)
@@ -80,7 +81,7 @@ def test_grid_details_and_status_filter(browser, report):
             box.click()
     assert visible_rows(browser) == ['pi-image']
     dimmed = browser.find_elements(By.CSS_SELECTOR, 'tr[data-host="pi-image"] td.cell.dimmed')
-    assert [c.get_attribute('data-check') for c in dimmed] == ['llama_sleep_race']
+    assert [c.get_attribute('data-check') for c in dimmed] == [d.ID for d in DETECTIONS if d.ID != 'pi_ir_tx']
 
     # Add unreachable back: the unreachable host reappears.
     browser.find_element(By.ID, 'filter-unreachable').click()

@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""llama_spec_logprobs: with speculative decoding, logprobs after the first token are placeholders.
+
+Tokens from the speculative loop are sent with logprob 0.0 and no
+alternatives ("// set later", never set). /props always says
+speculative.types "none"; /slots tells the truth. Without the probe the
+command line decides; the spec_logprobs probe reads /slots and sends one
+logprob request.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import sys
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import llama_probes, llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+
+ID = 'llama_spec_logprobs'
+TITLE = "llama-server's logprobs are placeholders when speculative decoding is on"
+REFERENCES = [
+    'https://github.com/ggml-org/llama.cpp/issues/27972',
+    'https://github.com/ggml-org/llama.cpp/issues/29975',
+]
+REMEDIATION = {
+    'manual': [
+        'Send requests that need logprobs to an instance started without -md/--spec-type '
+        '(there is no per-request switch).',
+        'Check /slots (speculative), not /props, to see whether a server speculates.',
+        'Treat an empty top_logprobs on a request that asked for alternatives as a missing value.',
+    ],
+}
+PROBES = ('spec_logprobs',)
+SETTINGS = {}
+
+_SELF = sys.modules[__name__]
+
+
+def _process_instance(ctx, process):
+    environ = process.environ() or {}
+    evidence = llama_server.process_evidence(process)
+    value, source = llama_server.resolve(llama_server.SPEC_TYPE, process.argv, environ)
+    types = [t.strip() for t in (value or '').split(',') if t.strip() and t.strip() != 'none']
+    draft, _draft_source = llama_server.resolve(llama_server.SPEC_DRAFT_MODEL, process.argv, environ)
+    spec_default = llama_server.has_flag(process.argv, '--spec-default')
+    if spec_default and not types:
+        types = ['default']
+    evidence.update(spec_types=types, spec_type_source=source, draft_model=draft, spec_default=spec_default)
+    name = llama_server.describe_process(process)
+    if types:
+        status, summary = 'at_risk', ('%s speculates (%s): logprobs of tokens after the first will be 0.0 '
+                                      'with no alternatives.' % (name, ', '.join(types)))
+    else:
+        status, summary = 'ok', '%s does not speculate.' % name
+        if draft:
+            evidence['note'] = 'a draft model is loaded (-md) but no --spec-type: -md alone does not turn speculation on'
+    if 'spec_logprobs' in ctx.probes:
+        base, key, reason = llama_server.probe_target(process)
+        measured = llama_probes.spec_logprobs(base, key) if base else {'verdict': 'unknown', 'reason': reason}
+        evidence['probe'] = measured
+        if measured['verdict'] == 'affected':
+            status, summary = 'affected', ('Measured: %d of %d tokens after the first came back with logprob 0.0 and '
+                                           'no alternatives (asked for %d).'
+                                           % (measured['empty_alternatives'], measured['after_first'], measured['n_probs']))
+        elif measured['verdict'] == 'ok':
+            status, summary = 'ok', 'Measured: %s.' % measured['reason']
+        else:
+            summary = '%s (probe: %s)' % (summary, measured.get('reason'))
+    return instance(name, status, summary, evidence)
+
+
+def detect(ctx):
+    processes, problems = llama_server.instances(ctx)
+    instances = [_process_instance(ctx, p) for p in processes]
+    evidence = {'llama_server_processes': len(processes), 'probe_requested': 'spec_logprobs' in ctx.probes}
+    if problems:
+        evidence['proc_problems'] = problems[:20]
+    if not instances:
+        return make_finding(_SELF, 'not_applicable', 'No llama-server process found.', evidence=evidence)
+    bad = [i for i in instances if i['status'] != 'ok']
+    summary = bad[0]['summary'] if bad else 'No llama-server instance speculates.'
+    if len(bad) > 1:
+        summary = '%d of %d llama-server instances: %s' % (len(bad), len(instances), summary)
+    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)
