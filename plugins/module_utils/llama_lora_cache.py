@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, llama_probes, llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils import llama_probes, llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 
 ID = 'llama_lora_cache'
@@ -91,11 +91,9 @@ def _probe(process, status, summary, evidence, init_without_apply):
 
 
 def _preset_instances(ctx, path, routers):
-    try:
-        sections = llama_server.parse_preset(path)
-    except hostio.ReadProblem as problem:
-        status = 'unknown' if problem.kind == 'missing' and not routers else 'error'
-        return [instance('preset %s' % path, status, 'Preset file %s %s.' % (path, problem.reason), {'file': path})]
+    sections, problem = llama_server.read_preset(path, routers)
+    if problem:
+        return problem
     found = []
     router_cache = None
     for router in routers:
@@ -133,13 +131,8 @@ def _preset_instances(ctx, path, routers):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    processes, problems = llama_server.instances(ctx)
-    instances = [_process_instance(ctx, p) for p in processes]
-    for path, routers in sorted(llama_server.preset_paths(ctx, settings.get('preset_paths')).items()):
-        instances.extend(_preset_instances(ctx, path, routers))
-    evidence = {'llama_server_processes': len(processes), 'probe_requested': 'lora_cache' in ctx.probes}
-    if problems:
-        evidence['proc_problems'] = problems[:20]
+    instances, evidence = llama_server.collect(ctx, settings.get('preset_paths'), _process_instance, _preset_instances)
+    evidence['probe_requested'] = 'lora_cache' in ctx.probes
     if not instances:
         return make_finding(_SELF, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
     worst = sorted(instances, key=lambda i: ['ok', 'unknown', 'error', 'at_risk', 'affected'].index(i['status']))[-1]

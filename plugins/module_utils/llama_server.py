@@ -18,6 +18,7 @@ import os
 import re
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance
 
 
 class Option(object):
@@ -247,6 +248,34 @@ def preset_paths(ctx, settings_paths):
     for path in settings_paths or []:
         paths.setdefault(ctx.path(path), [])
     return paths
+
+
+def collect(ctx, preset_path_setting, process_instance, preset_instances=None):
+    """Instances from every running llama-server and, when given, every preset file.
+
+    Returns (instances, evidence) where evidence counts the processes and
+    carries /proc problems. Shared by the llama_* detections.
+    """
+    processes, problems = instances(ctx)
+    found = [process_instance(ctx, p) for p in processes]
+    if preset_instances is not None:
+        for path, routers in sorted(preset_paths(ctx, preset_path_setting).items()):
+            found.extend(preset_instances(ctx, path, routers))
+    evidence = {'llama_server_processes': len(processes)}
+    if problems:
+        evidence['proc_problems'] = problems[:20]
+    return found, evidence
+
+
+def read_preset(path, routers):
+    """(sections, None), or (None, [an instance saying why the preset cannot be used])."""
+    try:
+        return parse_preset(path), None
+    except hostio.ReadProblem as problem:
+        # A listed file that is gone is unknown; one a router uses, or that is not text, is an error.
+        status = 'unknown' if problem.kind == 'missing' and not routers else 'error'
+        return None, [instance('preset %s' % path, status, 'Preset file %s %s.' % (path, problem.reason),
+                               {'file': path})]
 
 
 def describe_process(process):

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils import llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 
 ID = 'llama_sleep_race'
@@ -78,13 +78,9 @@ def _process_instance(ctx, process):
 
 
 def _preset_instances(ctx, path, routers):
-    try:
-        sections = llama_server.parse_preset(path)
-    except hostio.ReadProblem as problem:
-        if problem.kind == 'missing' and not routers:
-            return [instance('preset %s' % path, 'unknown', 'Preset file %s %s.' % (path, problem.reason),
-                             {'file': path})]
-        return [instance('preset %s' % path, 'error', 'Preset file %s %s.' % (path, problem.reason), {'file': path})]
+    sections, problem = llama_server.read_preset(path, routers)
+    if problem:
+        return problem
     found = []
     router_override = None
     for router in routers:
@@ -124,13 +120,7 @@ def _preset_instances(ctx, path, routers):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    processes, problems = llama_server.instances(ctx)
-    instances = [_process_instance(ctx, p) for p in processes]
-    for path, routers in sorted(llama_server.preset_paths(ctx, settings.get('preset_paths')).items()):
-        instances.extend(_preset_instances(ctx, path, routers))
-    evidence = {'llama_server_processes': len(processes)}
-    if problems:
-        evidence['proc_problems'] = problems[:20]
+    instances, evidence = llama_server.collect(ctx, settings.get('preset_paths'), _process_instance, _preset_instances)
     if not ctx.live:
         evidence['note'] = 'image audit (root=%s): no processes to read; only listed preset files were checked' % ctx.root
     if not instances:

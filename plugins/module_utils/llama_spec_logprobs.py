@@ -73,11 +73,8 @@ def _process_instance(ctx, process):
 
 
 def detect(ctx):
-    processes, problems = llama_server.instances(ctx)
-    instances = [_process_instance(ctx, p) for p in processes]
-    evidence = {'llama_server_processes': len(processes), 'probe_requested': 'spec_logprobs' in ctx.probes}
-    if problems:
-        evidence['proc_problems'] = problems[:20]
+    instances, evidence = llama_server.collect(ctx, None, _process_instance)
+    evidence['probe_requested'] = 'spec_logprobs' in ctx.probes
     if not instances:
         return make_finding(_SELF, 'not_applicable', 'No llama-server process found.', evidence=evidence)
     bad = [i for i in instances if i['status'] != 'ok']

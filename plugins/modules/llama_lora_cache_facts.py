@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: llama_lora_cache_facts
 short_description: Find llama-server instances whose prompt cache can mix up LoRA scales
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Finds llama-server processes (and router preset sections) that load LoRA adapters
     (C(--lora), C(--lora-scaled)) with the RAM prompt cache on (C(--cache-ram) other than 0;

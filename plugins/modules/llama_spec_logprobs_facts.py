@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: llama_spec_logprobs_facts
 short_description: Find llama-server instances whose logprobs are placeholders under speculative decoding
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Finds llama-server processes started with speculative decoding (C(--spec-type) other than
     C(none), or C(--spec-default); C(-md) alone does not turn it on). Tokens from the speculative

@@ -11,7 +11,7 @@ DOCUMENTATION = r'''
 ---
 module: pi_ir_tx_fix
 short_description: Replace dtoverlay=pwm-ir-tx with gpio-ir-tx on the same pin in config.txt
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Rewrites every C(dtoverlay=pwm-ir-tx[,params]) line of C(/boot/firmware/config.txt) (else
     C(/boot/config.txt)) and its C(include) files that applies to this board as
