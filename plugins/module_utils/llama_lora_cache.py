@@ -26,6 +26,8 @@ REFERENCES = [
     'llama.cpp tools/server/server-task.h (server_prompt has no adapter field) and launch_slot_with_task',
 ]
 REMEDIATION = {
+    'role': 'homelab.postmortem.llama_server',
+    'vars': {'llama_server_cache_ram_off': True, 'llama_server_restart': True},
     'manual': [
         'Start llama-server with --cache-ram 0 when it serves more than one LoRA setting.',
         'Or send "cache_prompt": false on every request (entries are written whatever the flag says).',

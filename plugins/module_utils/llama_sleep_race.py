@@ -25,6 +25,8 @@ REFERENCES = [
     'https://github.com/ggml-org/llama.cpp/issues/29689',
 ]
 REMEDIATION = {
+    'role': 'homelab.postmortem.llama_server',
+    'vars': {'llama_server_restart_on_failure': True, 'llama_server_restart': True},
     'manual': [
         'Leave sleep mode off (--sleep-idle-seconds -1, the default) on servers that take long prompts or images.',
         'If sleep stays on, make sure a crash is restarted: Restart=on-failure in the systemd unit.',

@@ -95,8 +95,9 @@ def http_json(url, timeout=2.0):
 
 def run_module(tmp_path, module, args, check=False, diff=False, timeout=120):
     """ansible localhost -m <module>: the real module through Ansible, JSON result back."""
-    cmd = [os.path.join(VENV_BIN, 'ansible'), 'localhost', '-c', 'local', '-m', module, '-a', json.dumps(args),
+    cmd = [os.path.join(VENV_BIN, 'ansible'), 'localhost', '-c', 'local', '-m', module,
            '-e', 'ansible_python_interpreter=%s' % os.path.join(VENV_BIN, 'python')]
+    cmd += ['-a', json.dumps(args)] if args else []
     cmd += ['--check'] if check else []
     cmd += ['--diff'] if diff else []
     env = ansible_env(ANSIBLE_STDOUT_CALLBACK='ansible.builtin.minimal', ANSIBLE_LOAD_CALLBACK_PLUGINS='1')

@@ -30,3 +30,8 @@ def write_adapter(model_path, out_path, rank=8, alpha=8.0, seed=0, std=0.05):
     writer.write_tensors_to_file()
     writer.close()
     return out_path
+
+
+if __name__ == '__main__':
+    import sys
+    write_adapter(sys.argv[1], sys.argv[2])

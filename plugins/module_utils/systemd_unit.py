@@ -1,0 +1,139 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read and minimally rewrite systemd unit files and Quadlet .container files.
+
+Only the lines that must change are rewritten; comments, order, other keys
+and line endings stay. Continuation lines (a trailing backslash) form one
+logical line; an empty ``ExecStart=`` resets the list, as in systemd.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import shlex
+
+EXEC_PREFIX_CHARS = '-@:+!|'
+
+
+class Entry(object):
+    """One logical ``Key=value`` line: where it is and what it says."""
+
+    def __init__(self, section, key, value, first, last):
+        self.section = section
+        self.key = key
+        self.value = value
+        self.first = first  # index of the first physical line
+        self.last = last    # index of the last physical line (continuations)
+
+
+class UnitFile(object):
+    def __init__(self, text):
+        self.text = text
+        self.lines = text.splitlines(True)
+        self.entries = []
+        self.section_ends = {}  # section -> index of its last non-blank physical line
+        section, index = None, 0
+        while index < len(self.lines):
+            raw = self.lines[index].rstrip('\r\n')
+            stripped = raw.strip()
+            if stripped.startswith('[') and stripped.endswith(']'):
+                section = stripped[1:-1]
+                self.section_ends[section] = index
+                index += 1
+                continue
+            if not stripped or stripped[0] in '#;':
+                index += 1
+                continue
+            first = index
+            value_parts = [raw]
+            while value_parts[-1].endswith('\\') and index + 1 < len(self.lines):
+                value_parts[-1] = value_parts[-1][:-1]
+                index += 1
+                value_parts.append(self.lines[index].rstrip('\r\n').strip())
+            logical = ' '.join(part.strip() for part in value_parts if part.strip())
+            if '=' in logical:
+                key, value = logical.split('=', 1)
+                self.entries.append(Entry(section, key.strip(), value.strip(), first, index))
+            if section is not None:
+                self.section_ends[section] = index
+            index += 1
+
+    def get(self, section, key):
+        values = [e for e in self.entries if e.section == section and e.key == key]
+        return values[-1] if values else None
+
+    def exec_starts(self, section='Service', key='ExecStart'):
+        """The entries in effect after resets (an empty value clears the list)."""
+        effective = []
+        for entry in self.entries:
+            if entry.section == section and entry.key == key:
+                effective = [] if entry.value == '' else effective + [entry]
+        return effective
+
+
+def line_ending(text):
+    return '\r\n' if '\r\n' in text else '\n'
+
+
+def split_command(value):
+    """(prefix, argv) of an ExecStart value; systemd's quoting is close enough to POSIX sh here."""
+    prefix = ''
+    while value and value[0] in EXEC_PREFIX_CHARS:
+        prefix += value[0]
+        value = value[1:]
+    return prefix, shlex.split(value, posix=True)
+
+
+def join_command(prefix, argv):
+    return prefix + ' '.join(quote(arg) for arg in argv)
+
+
+def quote(arg):
+    """Quote one argument for a unit file; systemd specifiers and $VARIABLEs stay readable."""
+    if arg and all(c.isalnum() or c in '-_./:=,%$@+{}' for c in arg):
+        return arg
+    if "'" not in arg:
+        return "'%s'" % arg
+    return '"%s"' % arg.replace('\\', '\\\\').replace('"', '\\"')
+
+
+def set_option(args, names, value, start=1):
+    """Set ``names`` (aliases) to ``value`` in an argv list; append the first long name if absent."""
+    args = list(args)
+    positions = [i for i in range(start, len(args) - 1) if args[i] in names]
+    if positions:
+        for position in positions:
+            args[position + 1] = value
+    else:
+        long_name = [n for n in names if n.startswith('--')][0]
+        args += [long_name, value]
+    return args
+
+
+def replace_entry(lines, entry, new_line, ending):
+    """Replace the physical lines of ``entry`` by one line (keeps the list length meaningful)."""
+    return lines[:entry.first] + [new_line + ending] + lines[entry.last + 1:]
+
+
+def set_key(text, section, key, value):
+    """Set ``key=value`` in ``section``: replace the last such line, or add it at the end of the section."""
+    unit = UnitFile(text)
+    ending = line_ending(text)
+    existing = unit.get(section, key)
+    if existing is not None:
+        if existing.value == value:
+            return text
+        return ''.join(replace_entry(unit.lines, existing, '%s=%s' % (key, value), ending))
+    lines = list(unit.lines)
+    if section in unit.section_ends:
+        at = unit.section_ends[section] + 1
+        if lines[at - 1] and not lines[at - 1].endswith(('\n', '\r')):
+            lines[at - 1] += ending
+        lines.insert(at, '%s=%s%s' % (key, value, ending))
+    else:
+        if lines and not lines[-1].endswith(('\n', '\r')):
+            lines[-1] += ending
+        lines += ['%s[%s]%s' % (ending if lines else '', section, ending), '%s=%s%s' % (key, value, ending)]
+    return ''.join(lines)

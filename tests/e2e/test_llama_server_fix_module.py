@@ -1,0 +1,17 @@
+"""llama_server_fix on this machine, where no systemd runs: a real llama-server with a
+LoRA adapter started by the test is reported as unmanaged with the manual step, and
+nothing is written. (The systemd paths run for real in roles/llama_server/molecule.)"""
+import json
+
+from helpers import run_module
+
+
+def test_instances_without_a_unit_are_reported_not_touched(tmp_path, llama_server, lora_adapter):
+    server = llama_server('--lora', lora_adapter, '--sleep-idle-seconds', '600')
+    result = run_module(tmp_path, 'homelab.postmortem.llama_server_fix', {}, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    payload = json.loads(result.stdout.split(' => ', 1)[1])
+    assert payload['changed'] is False and payload['units'] == []
+    mine = [u for u in payload['unmanaged'] if u['pid'] == server.pid]
+    assert mine and mine[0]['fixes'] == {'cache_ram_off': True, 'restart_on_failure': True, 'disable_sleep': False}
+    assert 'not started by a system service' in mine[0]['manual']
