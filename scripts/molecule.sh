@@ -17,7 +17,7 @@ export CONTAINERS_CONF="${CONTAINERS_CONF:-${BUILD}/containers.conf}"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
 status=0
 # MOLECULE_ROLE=<role> runs one role's scenarios only.
-for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE}"*/molecule/*/molecule.yml; do
+for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.yml; do
   [ -e "${scenario}" ] || continue
   role_dir="$(dirname "$(dirname "$(dirname "${scenario}")")")"
   name="$(basename "$(dirname "${scenario}")")"
