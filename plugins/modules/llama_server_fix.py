@@ -109,7 +109,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.context import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
 
-def needed_fixes(ctx, process, params):
+def needed_fixes(process, params):
     """What this instance needs, from the same facts the detections use."""
     environ = process.environ() or {}
     wants_cache = False
@@ -139,7 +139,7 @@ def main():
     processes, _problems = llama_server.instances(ctx)
     per_unit, unmanaged = {}, []
     for process in processes:
-        fixes = needed_fixes(ctx, process, params)
+        fixes = needed_fixes(process, params)
         if not any(fixes.values()):
             continue
         unit, scope = hostio.systemd_unit_from_cgroup(process.cgroup_lines())
