@@ -100,11 +100,9 @@ backups:
   elements: str
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, llama_server, llama_unit_fix
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, hostio, llama_server, llama_unit_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
@@ -175,17 +173,7 @@ def main():
 
     backups = []
     if writes and not module.check_mode:
-        for path, before, after in writes:
-            if before is not None and params['backup']:
-                backups.append(module.backup_local(path))
-            directory = os.path.dirname(path)
-            if not os.path.isdir(directory):
-                os.makedirs(directory, 0o755)
-            tmp = os.path.join(directory, '.%s.postmortem.tmp' % os.path.basename(path))
-            with open(tmp, 'wb') as handle:
-                handle.write(after.encode('utf-8'))
-            os.chmod(tmp, 0o644)
-            module.atomic_move(tmp, path)
+        backups = filewrite.write_all(module, writes, params['backup'])
     module.exit_json(changed=bool(writes), units=results, unmanaged=unmanaged, backups=backups, diff=diffs)
 
 

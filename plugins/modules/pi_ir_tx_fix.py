@@ -99,11 +99,9 @@ reboot_required:
   type: bool
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import pi_ir_tx, pi_ir_tx_fix, rpi_config
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, pi_ir_tx, pi_ir_tx_fix, rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
@@ -143,16 +141,8 @@ def main():
               for path, (before, after) in sorted(changes.items())],
     )
     if changes and not module.check_mode:
-        backups = []
-        for path, (_before, after) in sorted(changes.items()):
-            if module.params['backup']:
-                backups.append(module.backup_local(path))
-            directory = os.path.dirname(path)
-            tmp = os.path.join(directory, '.%s.postmortem.tmp' % os.path.basename(path))
-            with open(tmp, 'wb') as handle:
-                handle.write(after.encode('utf-8'))
-            module.atomic_move(tmp, path)
-        result['backups'] = backups
+        result['backups'] = filewrite.write_all(
+            module, [(path, before, after) for path, (before, after) in sorted(changes.items())], module.params['backup'])
     module.exit_json(**result)
 
 
