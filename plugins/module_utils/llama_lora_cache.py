@@ -97,11 +97,7 @@ def _preset_instances(ctx, path, routers):
     if problem:
         return problem
     found = []
-    router_cache = None
-    for router in routers:
-        value = llama_server.from_argv(router.argv, llama_server.CACHE_RAM)
-        if value is not None:
-            router_cache = value
+    router_cache = llama_server.router_value(routers, llama_server.CACHE_RAM)
     for section in sorted(s for s in sections if s not in ('', '*')):
         adapters = []
         for key in LORA_KEYS:
@@ -114,7 +110,7 @@ def _preset_instances(ctx, path, routers):
             continue
         value, where = llama_server.preset_value(sections, section, llama_server.CACHE_RAM)
         if router_cache is not None:
-            value, where = router_cache, ('router command line', 0)
+            value, where = router_cache[1], ('command line of router pid %d' % router_cache[0], 0)
         value = value if value is not None else llama_server.CACHE_RAM.default
         cache_ram = llama_server.as_int(value)
         name = 'preset %s [%s]' % (path, section)

@@ -267,6 +267,19 @@ def collect(ctx, preset_path_setting, process_instance, preset_instances=None):
     return found, evidence
 
 
+def router_value(routers, option):
+    """(pid, value) of the last router whose own command line sets ``option``, or None.
+
+    A router's command line wins over every preset section.
+    """
+    found = None
+    for router in routers:
+        value = from_argv(router.argv, option)
+        if value is not None:
+            found = (router.pid, value)
+    return found
+
+
 def read_preset(path, routers):
     """(sections, None), or (None, [an instance saying why the preset cannot be used])."""
     try:

@@ -84,11 +84,7 @@ def _preset_instances(ctx, path, routers):
     if problem:
         return problem
     found = []
-    router_override = None
-    for router in routers:
-        value = llama_server.from_argv(router.argv, llama_server.SLEEP_IDLE_SECONDS)
-        if value is not None:
-            router_override = (router.pid, value)
+    router_override = llama_server.router_value(routers, llama_server.SLEEP_IDLE_SECONDS)
     model_sections = [s for s in sections if s not in ('', '*')] or ['*']
     for section in sorted(model_sections):
         value, where = llama_server.preset_value(sections, section, llama_server.SLEEP_IDLE_SECONDS)
