@@ -46,21 +46,8 @@ options:
     type: list
     elements: str
     default: []
-  backup:
-    description: Keep a timestamped copy of each changed file.
-    type: bool
-    default: true
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Returns the before and after text of each file.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
+extends_documentation_fragment:
+  - homelab.postmortem.remediation
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:

@@ -37,21 +37,8 @@ options:
         container), every line that applies to some board is replaced.
     type: str
     choices: [cm3, cm4, cm4s, cm5, pi0, pi02, pi0w, pi1, pi2, pi3, pi3+, pi4, pi400, pi5, pi500]
-  backup:
-    description: Keep a timestamped copy of each file before it is changed.
-    type: bool
-    default: true
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Returns the before and after text of each changed file.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
+extends_documentation_fragment:
+  - homelab.postmortem.remediation
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:

@@ -1,0 +1,31 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+
+    # The backup option and attributes shared by the <id>_fix remediation modules
+    # (module_utils/filewrite.py does the writing for all of them).
+    DOCUMENTATION = r'''
+options:
+  backup:
+    description: Keep a timestamped copy of each existing file before it is changed.
+    type: bool
+    default: true
+attributes:
+  check_mode:
+    support: full
+    description: Reports what would change, with the diff, and writes nothing.
+  diff_mode:
+    support: full
+    description: Returns the before and after text of each changed file.
+  platform:
+    platforms: posix
+    support: full
+    description: Target OS/families that can be operated against.
+'''
