@@ -39,6 +39,7 @@ test-env: collection
 	@scripts/venv.sh requirements/controller.txt requirements/test.txt
 	@scripts/setup-system.sh
 	@scripts/setup-podman.sh
+	@scripts/setup-quadlet.sh
 	@scripts/setup-llama.sh
 	@scripts/setup-test-collections.sh
 

@@ -21,8 +21,8 @@ export CONTAINERS_CONF="${conf}"
 
 # Base images, built without a registry. The tag carries a hash of the
 # package list, so changing the list builds a new image.
-build_image() {  # suite name -> prints the image reference
-  local suite="$1" name="$2" packages="python3,systemd,systemd-sysv,dbus,procps,libgomp1,libssl3"
+build_image() {  # suite name [packages] -> prints the image reference
+  local suite="$1" name="$2" packages="${3:-python3,systemd,systemd-sysv,dbus,procps,libgomp1,libssl3}"
   local image
   image="localhost/postmortem-${name}:$(printf '%s %s' "${suite}" "${packages}" | sha256sum | cut -c1-8)"
   if ! podman image exists "${image}"; then
@@ -34,4 +34,26 @@ build_image() {  # suite name -> prints the image reference
 }
 systemd12="$(build_image bookworm debian12)"
 debian13="$(build_image trixie debian13)"
-printf 'POSTMORTEM_SYSTEMD_IMAGE=%s\nPOSTMORTEM_DEBIAN13_IMAGE=%s\n' "${systemd12}" "${debian13}" > "${BUILD}/podman.env"
+# Debian 13 with podman 5.4.2 (which has Quadlet) and systemd, for the podman_quadlet scenario.
+podman13="$(build_image trixie podman13 python3,systemd,systemd-sysv,dbus,procps,podman,runc,nftables,tar)"
+
+# A tiny busybox image with known owners, for the podman detections' tests.
+tiny_tar="${BUILD}/images/postmortem-tiny.tar"
+mkdir -p "$(dirname "${tiny_tar}")"
+if [ ! -f "${tiny_tar}" ]; then
+  python3 "${REPO_ROOT}/scripts/make_tiny_image.py" "${tiny_tar}.tmp" && mv "${tiny_tar}.tmp" "${tiny_tar}"
+fi
+chmod 0644 "${tiny_tar}"
+tiny_image=localhost/postmortem-tiny:1
+podman image exists "${tiny_image}" || podman import -q --change 'CMD ["/bin/sh"]' "${tiny_tar}" "${tiny_image}" >/dev/null
+
+# An ordinary user for rootless podman tests (subordinate IDs come with useradd).
+rootless_user=pmrootless
+if [ "$(id -u)" -eq 0 ] && ! id "${rootless_user}" >/dev/null 2>&1; then
+  useradd --create-home --shell /bin/sh "${rootless_user}"
+fi
+if [ "$(id -u)" -eq 0 ] && ! grep -q "^${rootless_user}:" /etc/subuid; then
+  usermod --add-subuids 300000-365535 --add-subgids 300000-365535 "${rootless_user}"
+fi
+printf 'POSTMORTEM_SYSTEMD_IMAGE=%s\nPOSTMORTEM_DEBIAN13_IMAGE=%s\nPOSTMORTEM_PODMAN13_IMAGE=%s\nPOSTMORTEM_TINY_TAR=%s\nPOSTMORTEM_TINY_IMAGE=%s\nPOSTMORTEM_ROOTLESS_USER=%s\n' \
+  "${systemd12}" "${debian13}" "${podman13}" "${tiny_tar}" "${tiny_image}" "${rootless_user}" > "${BUILD}/podman.env"

@@ -2,7 +2,7 @@
 # Debian packages the tests need: podman (rootful, runc), mmdebstrap to build
 # base images without a registry, chromium + chromedriver for the report test.
 source "$(dirname "$0")/lib.sh"
-packages=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs chromium chromium-driver shellcheck)
+packages=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs busybox-static chromium chromium-driver shellcheck)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")

@@ -14,7 +14,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import (
-    llama_lora_cache, llama_sleep_race, llama_spec_logprobs, pi_ir_tx)
+    llama_lora_cache, llama_sleep_race, llama_spec_logprobs, pi_ir_tx, podman_export_idmap, podman_restart_userns)
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError, error_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
 
@@ -23,6 +23,8 @@ DETECTIONS = (
     llama_lora_cache,
     llama_spec_logprobs,
     llama_sleep_race,
+    podman_restart_userns,
+    podman_export_idmap,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)
 

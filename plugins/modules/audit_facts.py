@@ -22,7 +22,8 @@ options:
     description:
       - Detection ids to run, like C(gather_subset). C(all) runs every detection; C(!id)
         excludes one. A list of only exclusions means all but those.
-      - Known ids are C(pi_ir_tx), C(llama_lora_cache), C(llama_spec_logprobs) and C(llama_sleep_race).
+      - Known ids are C(pi_ir_tx), C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race),
+        C(podman_restart_userns) and C(podman_export_idmap).
       - An unknown id fails the task.
     type: list
     elements: str

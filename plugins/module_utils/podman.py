@@ -1,0 +1,277 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""What the podman detections need to know about podman: its host, its containers, their events.
+
+Everything goes through the podman CLI with JSON output (no API socket is
+assumed). Another user's rootless podman is run through ``runuser -u USER``,
+which needs root. Every failure is a PodmanProblem with one line for a person.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import pwd
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+
+# Restart policy names podman accepts; '' and 'no'/'never' mean none.
+RESTARTING_POLICIES = ('always', 'unless-stopped', 'on-failure')
+STOPPED_STATES = ('exited', 'stopped')
+
+
+class PodmanProblem(Exception):
+    pass
+
+
+def _first_line(text):
+    for line in (text or '').splitlines():
+        line = line.strip()
+        # podman's logrus warnings (cgroup v1, shared mounts) are noise, not the reason.
+        if line and 'level=warning' not in line:
+            return line[:300]
+    return ''
+
+
+class PodmanCli(object):
+    """podman for one user: None is the user the module runs as."""
+
+    def __init__(self, ctx, user=None):
+        self.ctx = ctx
+        self.user = user
+        self.binary = ctx.which('podman')
+        self._info = None
+
+    @property
+    def label(self):
+        return self.user or ('root' if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name)
+
+    def command(self, args):
+        if self.binary is None:
+            raise PodmanProblem('podman is not installed')
+        cmd = [self.binary] + list(args)
+        if self.user is None:
+            return cmd
+        runuser = self.ctx.which('runuser')
+        if runuser is None:
+            raise PodmanProblem('runuser is not installed; cannot run podman as %s' % self.user)
+        return [runuser, '-u', self.user, '--'] + cmd
+
+    def stream_command(self, args):
+        """A command whose stdout is read as a stream.
+
+        podman export opens /dev/stdout by path; a pipe created by root cannot be
+        opened that way by another user, so that user's shell makes the pipe.
+        """
+        cmd = self.command(args)
+        if self.user is None:
+            return cmd
+        split = cmd.index('--') + 1
+        return cmd[:split] + ['sh', '-c', '"$@" | cat', 'sh'] + cmd[split:]
+
+    def run(self, args, what):
+        rc, out, err = self.ctx.run_command(self.command(args))
+        if rc != 0:
+            raise PodmanProblem('podman %s as %s failed (rc %s): %s'
+                                % (what, self.label, rc, _first_line(err) or _first_line(out) or 'no output'))
+        return out
+
+    def json(self, args, what):
+        out = self.run(args, what)
+        try:
+            return json.loads(out or 'null')
+        except ValueError:
+            raise PodmanProblem('podman %s as %s did not print JSON: %r' % (what, self.label, (out or '')[:120]))
+
+    def info(self):
+        if self._info is None:
+            data = self.json(['info', '--format', 'json'], 'info')
+            if not isinstance(data, dict):
+                raise PodmanProblem('podman info as %s printed %s, not an object' % (self.label, type(data).__name__))
+            host = data.get('host') or {}
+            security = host.get('security') or {}
+            version = (data.get('version') or {}).get('Version')
+            store = data.get('store') or {}
+            self._info = {
+                'version': version,
+                'rootless': bool(security.get('rootless')),
+                'apparmor_enabled': security.get('apparmorEnabled'),
+                'event_logger': host.get('eventLogger'),
+                'graph_driver': store.get('graphDriverName'),
+                'graph_root': store.get('graphRoot'),
+            }
+        return self._info
+
+    def containers(self):
+        """Every container of this user, as parsed Container objects."""
+        listed = self.json(['ps', '--all', '--format', 'json'], 'ps')
+        if not isinstance(listed, list):
+            raise PodmanProblem('podman ps as %s printed %s, not a list' % (self.label, type(listed).__name__))
+        ids = [c.get('Id') or c.get('ID') for c in listed if isinstance(c, dict)]
+        ids = [i for i in ids if i]
+        if not ids:
+            return []
+        found = []
+        # A container removed between ps and inspect makes inspect fail; retry one by one then.
+        try:
+            found = self.json(['container', 'inspect'] + ids, 'container inspect')
+        except PodmanProblem:
+            found = []
+            for cid in ids:
+                try:
+                    found.extend(self.json(['container', 'inspect', cid], 'container inspect') or [])
+                except PodmanProblem:
+                    continue
+        return [Container(d) for d in found if isinstance(d, dict)]
+
+    def events(self, container_id, since=None):
+        """The container's events, oldest first, as (status, time) pairs."""
+        args = ['events', '--stream=false', '--format', 'json', '--filter', 'container=%s' % container_id]
+        if since:
+            args += ['--since', since]
+        out = self.run(args, 'events')
+        events = []
+        for line in out.splitlines():
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and event.get('ID', container_id) == container_id:
+                events.append((event.get('Status'), event.get('Time')))
+        return events
+
+
+def _list(value):
+    return [v for v in (value or []) if v] if isinstance(value, list) else []
+
+
+class Container(object):
+    """The parts of ``podman container inspect`` the detections and the role use."""
+
+    def __init__(self, data):
+        self.raw = data
+        state = data.get('State') or {}
+        host = data.get('HostConfig') or {}
+        config = data.get('Config') or {}
+        self.id = data.get('Id') or ''
+        self.name = (data.get('Name') or self.id[:12]).lstrip('/')
+        self.status = state.get('Status') or 'unknown'
+        self.exit_code = state.get('ExitCode')
+        self.started_at = state.get('StartedAt')
+        self.finished_at = state.get('FinishedAt')
+        # None when this podman's inspect has no such field (4.x).
+        self.stopped_by_user = state.get('StoppedByUser') if 'StoppedByUser' in state else None
+        policy = host.get('RestartPolicy') or {}
+        self.restart_policy = (policy.get('Name') or '').strip()
+        try:
+            self.restart_retries = int(policy.get('MaximumRetryCount') or 0)
+        except (TypeError, ValueError):
+            self.restart_retries = 0
+        try:
+            self.restart_count = int(data.get('RestartCount') or 0)
+        except (TypeError, ValueError):
+            self.restart_count = 0
+        mappings = host.get('IDMappings') or {}
+        self.uid_map = _list(mappings.get('UidMap'))
+        self.gid_map = _list(mappings.get('GidMap'))
+        self.userns_mode = host.get('UsernsMode') or ''
+        self.apparmor_profile = data.get('AppArmorProfile') or ''
+        self.create_command = _list(config.get('CreateCommand'))
+        self.labels = config.get('Labels') or {}
+        self.image = config.get('Image') or data.get('ImageName') or ''
+
+    @property
+    def restarts(self):
+        return self.restart_policy in RESTARTING_POLICIES
+
+    @property
+    def policy_text(self):
+        if self.restart_policy == 'on-failure' and self.restart_retries:
+            return 'on-failure:%d' % self.restart_retries
+        return self.restart_policy or 'no'
+
+    @property
+    def own_mapping(self):
+        """Whether the container has a user namespace mapping of its own."""
+        if self.uid_map or self.gid_map:
+            return True
+        mode = self.userns_mode.split(':', 1)[0]
+        return mode in ('keep-id', 'auto', 'nomap')
+
+    @property
+    def apparmor_confined(self):
+        return self.apparmor_profile not in ('', 'unconfined')
+
+    @property
+    def quadlet_unit(self):
+        """The systemd unit that runs this container, when Quadlet or podman generate made it."""
+        return self.labels.get('PODMAN_SYSTEMD_UNIT')
+
+    def evidence(self):
+        return {
+            'name': self.name,
+            'id': self.id[:12],
+            'state': self.status,
+            'exit_code': self.exit_code,
+            'restart_policy': self.policy_text,
+            'restart_count': self.restart_count,
+            'uid_map': self.uid_map,
+            'gid_map': self.gid_map,
+            'userns_mode': self.userns_mode,
+            'apparmor_profile': self.apparmor_profile or None,
+            'image': self.image,
+            'systemd_unit': self.quadlet_unit,
+        }
+
+
+def apparmor_state(ctx):
+    """(True/False/None, evidence text) for the host kernel's AppArmor."""
+    value = hostio.read_optional_text(ctx.sys_path('module/apparmor/parameters/enabled'))
+    if value is None:
+        return False, 'no AppArmor in this kernel (/sys/module/apparmor absent)'
+    if value.upper().startswith('Y'):
+        return True, 'AppArmor enabled (/sys/module/apparmor/parameters/enabled = %s)' % value
+    return False, 'AppArmor present but disabled (/sys/module/apparmor/parameters/enabled = %s)' % value
+
+
+def last_exit_outcome(events):
+    """What the container's last exit looked like in its events.
+
+    Returns 'stopped_by_person' (a ``stop`` or ``kill`` event between the last
+    start and the last ``died``), 'restarted' (a ``start`` after it),
+    'cleanup_declined' (podman's cleanup process ran and chose not to restart:
+    on podman 4.x a person's ``podman stop`` looks like this too),
+    'restart_failed' (nothing after it, or a ``restart`` with no ``start``: the
+    process that restarts containers never finished), or None without a ``died``.
+    """
+    statuses = [status for status, _time in events]
+    if 'died' not in statuses:
+        return None
+    died = len(statuses) - 1 - statuses[::-1].index('died')
+    before = statuses[:died]
+    since_start = before[len(before) - before[::-1].index('start'):] if 'start' in before else before
+    after = statuses[died + 1:]
+    if 'start' in after:
+        return 'restarted'
+    if any(s in ('stop', 'kill') for s in since_start + after):
+        return 'stopped_by_person'
+    if 'cleanup' in after and 'restart' not in after:
+        return 'cleanup_declined'
+    return 'restart_failed'
+
+
+def users_to_check(ctx, extra_users):
+    """[(label, PodmanCli)]: the user the module runs as, then each extra user that is not it."""
+    clis = [PodmanCli(ctx)]
+    me = clis[0].label
+    for user in extra_users or []:
+        user = str(user)
+        if user and user != me:
+            clis.append(PodmanCli(ctx, user))
+    return clis

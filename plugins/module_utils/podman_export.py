@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Read the owners of known files out of a tar stream, bounded in bytes and time.
+
+Used twice: the ``export_owners`` probe streams ``podman export`` straight into
+the reader (nothing is written to disk), and podman_safe_export checks the
+archive it wrote before it reports success.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import subprocess
+import tarfile
+import threading
+
+# Files that belong to root in every ordinary Linux image: a single one that is
+# not 0/0 proves the archive's owners are shifted.
+ROOT_OWNED = ('etc/passwd', 'etc/group', 'usr/bin/su', 'bin/su')
+STOP_AFTER = 'usr/bin/su'
+
+
+class StreamProblem(Exception):
+    pass
+
+
+class _BoundedReader(object):
+    def __init__(self, raw, limit):
+        self._raw = raw
+        self._limit = limit
+        self.count = 0
+
+    def read(self, size=-1):
+        data = self._raw.read(size)
+        self.count += len(data)
+        if self.count > self._limit:
+            raise StreamProblem('read more than %d bytes without finding every file' % self._limit)
+        return data
+
+
+def normalize(name):
+    while name.startswith('./'):
+        name = name[2:]
+    return name.lstrip('/')
+
+
+def owners_in_tar(fileobj, wanted=ROOT_OWNED, limit=None, stop_after=STOP_AFTER):
+    """{path: {'uid', 'gid', 'mode'}} for the wanted regular files found in the stream.
+
+    Stops as soon as every wanted file is seen, or once the stream is past
+    ``stop_after`` (podman writes members in lexical order).
+    """
+    source = _BoundedReader(fileobj, limit) if limit else fileobj
+    found = {}
+    wanted = set(wanted)
+    try:
+        with tarfile.open(fileobj=source, mode='r|') as archive:
+            for member in archive:
+                name = normalize(member.name)
+                if name in wanted and member.isfile():
+                    found[name] = {'uid': member.uid, 'gid': member.gid, 'mode': '%04o' % member.mode}
+                if wanted.issubset(found) or (stop_after and name > stop_after and found):
+                    break
+    except tarfile.TarError as exc:
+        raise StreamProblem('not a readable tar stream: %s' % exc)
+    return found
+
+
+def shifted(found):
+    """The wanted files whose owner is not 0/0."""
+    return dict((path, owner) for path, owner in found.items() if (owner['uid'], owner['gid']) != (0, 0))
+
+
+def owners_of_command(cmd, timeout, limit, wanted=ROOT_OWNED):
+    """Run ``cmd`` (which writes a tar to stdout) and read owners from its output.
+
+    The command is killed once the reader has what it needs, on timeout, or past
+    ``limit`` bytes. Returns (found, bytes_read).
+    """
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except OSError as exc:
+        raise StreamProblem('cannot run %s: %s' % (cmd[0], exc))
+    expired = []
+
+    def expire():
+        expired.append(True)
+        proc.kill()
+
+    timer = threading.Timer(timeout, expire)
+    timer.start()
+    reader = _BoundedReader(proc.stdout, limit)
+    found, problem = {}, None
+    try:
+        found = owners_in_tar(reader, wanted)
+    except StreamProblem as exc:
+        problem = exc
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        err = proc.stderr.read(4096).decode('utf-8', 'replace')
+        proc.stderr.close()
+        proc.wait()
+    if expired:
+        raise StreamProblem('no complete answer within %d s' % timeout)
+    if problem is not None:
+        if reader.count == 0:
+            raise StreamProblem('the command exited with rc %s and no tar output: %s' % (proc.returncode, _reason(err)))
+        raise problem
+    return found, reader.count
+
+
+def _reason(err):
+    lines = [line.strip() for line in err.splitlines() if line.strip() and 'level=warning' not in line]
+    return lines[0][:300] if lines else 'no message'

@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""podman_export_idmap: ``podman export`` of a container with its own ID mapping shifts every owner.
+
+The export code tars the container's storage as it sits on disk, with no ID
+mapping, so a container created with --userns=keep-id, --uidmap or
+--userns=auto comes out with every owner pushed through its mapping (root's
+files as 1/1 or 200000/200000). Exit code 0, nothing on stderr. ``podman cp
+ctr:/ -`` does the same. ``podman commit`` maps owners back.
+
+Without the probe, containers with a mapping are ``at_risk``. The opt-in
+``export_owners`` probe streams ``podman export`` into a tar reader (nothing
+is written to disk) and reads the owners of files that are root's in every
+image.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import sys
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import podman, podman_export
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+
+ID = 'podman_export_idmap'
+TITLE = 'podman export and podman cp of an ID-mapped container write every owner shifted, exit 0'
+REFERENCES = [
+    'https://github.com/containers/podman/issues/29856',
+    'https://github.com/containers/podman/pull/29899',
+]
+REMEDIATION = {
+    'role': None,
+    'module': 'homelab.postmortem.podman_safe_export',
+    'vars': {},
+    'manual': [
+        'Export through a commit: homelab.postmortem.podman_safe_export (commit, create a plain container '
+        'from the image, export that, check the owners, remove the temporaries).',
+        'By hand: podman commit CTR tmp-export; c=$(podman create tmp-export); podman export "$c" > CTR.tar; '
+        'podman rm "$c"; podman rmi tmp-export.',
+        'Check any archive before trusting it: tar tvf CTR.tar etc/passwd must show 0/0.',
+        'An archive already made this way cannot be fixed by adding an offset; export it again through a commit.',
+    ],
+}
+PROBES = ('export_owners',)
+SETTINGS = {
+    # Users whose rootless containers are checked besides the one the module runs as (needs root).
+    'users': [],
+    # The probe's bounds: containers exported per user, seconds and bytes per export.
+    'probe_max_containers': 5,
+    'probe_timeout': 60,
+    'probe_max_bytes': 512 * 1024 * 1024,
+}
+
+_SELF = sys.modules[__name__]
+
+
+def _probe(cli, container, settings):
+    found, read = podman_export.owners_of_command(
+        cli.stream_command(['export', container.id]), int(settings['probe_timeout']), int(settings['probe_max_bytes']))
+    owners = dict((path, '%d/%d' % (o['uid'], o['gid'])) for path, o in sorted(found.items()))
+    return owners, podman_export.shifted(found), read
+
+
+def _container_instance(cli, container, settings, probe_budget):
+    name = 'container %s (%s)' % (container.name, cli.label)
+    evidence = container.evidence()
+    evidence['user'] = cli.label
+    if not container.own_mapping:
+        return instance(name, 'ok', '%s has no ID mapping of its own; its export keeps the owners.' % name, evidence)
+    mapping = ', '.join(container.uid_map) or container.userns_mode
+    if not probe_budget:
+        if probe_budget is None:
+            how = 'run the export_owners probe to measure it'
+        else:
+            how = 'not probed: probe_max_containers reached'
+        return instance(name, 'at_risk', '%s has its own mapping (%s): podman export and podman cp ctr:/ - '
+                        'write shifted owners (%s).' % (name, mapping, how), evidence)
+    probe_budget.pop()
+    try:
+        owners, wrong, read = _probe(cli, container, settings)
+    except (podman.PodmanProblem, podman_export.StreamProblem) as exc:
+        evidence['probe'] = 'failed: %s' % exc
+        return instance(name, 'unknown', '%s: the export_owners probe failed: %s' % (name, exc), evidence)
+    evidence['probe'] = {'owners': owners, 'bytes_read': read, 'written_to_disk': False}
+    if not owners:
+        return instance(name, 'unknown', '%s: the export has none of %s, so its owners cannot be checked.'
+                        % (name, ', '.join(podman_export.ROOT_OWNED)), evidence)
+    if wrong:
+        return instance(name, 'affected', '%s: podman export wrote %s (should be 0/0); every owner in its exports '
+                        'is shifted by the mapping %s.'
+                        % (name, ', '.join('%s as %d/%d' % (p, o['uid'], o['gid']) for p, o in sorted(wrong.items())),
+                           mapping), evidence)
+    evidence['note'] = 'podman cp ctr:/ - was not measured; upstream did not fix it with the export fix.'
+    return instance(name, 'ok', '%s: podman export kept the owners (%s).'
+                    % (name, ', '.join('%s %s' % kv for kv in sorted(owners.items()))), evidence)
+
+
+def _user_instances(ctx, cli, settings):
+    try:
+        info = cli.info()
+        containers = cli.containers()
+    except podman.PodmanProblem as exc:
+        return [instance('podman of %s' % cli.label, 'error', str(exc))], None
+    budget = None
+    if 'export_owners' in ctx.probes:
+        budget = [True] * max(0, int(settings['probe_max_containers']))
+    found = [_container_instance(cli, c, settings, budget) for c in containers]
+    return found, {'user': cli.label, 'podman_version': info['version'], 'rootless': info['rootless'],
+                   'containers': len(containers), 'mapped': sum(1 for c in containers if c.own_mapping)}
+
+
+def detect(ctx):
+    settings = ctx.settings_for(_SELF)
+    if not ctx.live:
+        return make_finding(_SELF, 'not_applicable', 'Image audit (root=%s): containers are only read on a live host.' % ctx.root)
+    clis = podman.users_to_check(ctx, settings.get('users'))
+    if clis[0].binary is None:
+        return make_finding(_SELF, 'not_applicable', 'podman is not installed.')
+    instances, users = [], []
+    for cli in clis:
+        if cli.user and os.geteuid() != 0:
+            instances.append(instance('podman of %s' % cli.user, 'unknown',
+                                      "Reading %s's containers needs root (become: true)." % cli.user))
+            continue
+        found, summary = _user_instances(ctx, cli, settings)
+        instances.extend(found)
+        if summary:
+            users.append(summary)
+    evidence = {'users': users, 'probe': 'export_owners' in ctx.probes}
+    if not any(u['containers'] for u in users) and all(i['status'] == 'ok' for i in instances):
+        return make_finding(_SELF, 'not_applicable', 'No containers for %s.' % ', '.join(c.label for c in clis),
+                            evidence=evidence)
+    counts = {}
+    for i in instances:
+        counts[i['status']] = counts.get(i['status'], 0) + 1
+    if counts.get('affected'):
+        summary = '%d container(s) export with shifted owners (measured)' % counts['affected']
+    elif counts.get('at_risk'):
+        summary = '%d container(s) have their own ID mapping; their exports and podman cp write shifted owners' % counts['at_risk']
+    else:
+        summary = 'No container of %s exports shifted owners' % ', '.join(c.label for c in clis)
+    others = ', '.join('%d %s' % (n, s) for s, n in sorted(counts.items()) if s not in ('affected', 'at_risk'))
+    summary += ' (%d checked%s).' % (len(instances), '; ' + others if others else '')
+    evidence['mapped_containers'] = sum(u['mapped'] for u in users)
+    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)
