@@ -27,7 +27,8 @@ class PodmanProblem(Exception):
     pass
 
 
-def _first_line(text):
+def first_line(text):
+    """podman's reason for a failure: the first line that is not one of its logrus warnings."""
     for line in (text or '').splitlines():
         line = line.strip()
         # podman's logrus warnings (cgroup v1, shared mounts) are noise, not the reason.
@@ -76,7 +77,7 @@ class PodmanCli(object):
         rc, out, err = self.ctx.run_command(self.command(args))
         if rc != 0:
             raise PodmanProblem('podman %s as %s failed (rc %s): %s'
-                                % (what, self.label, rc, _first_line(err) or _first_line(out) or 'no output'))
+                                % (what, self.label, rc, first_line(err) or first_line(out) or 'no output'))
         return out
 
     def json(self, args, what):

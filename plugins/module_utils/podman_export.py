@@ -16,6 +16,8 @@ import subprocess
 import tarfile
 import threading
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import podman
+
 # Files that belong to root in every ordinary Linux image: a single one that is
 # not 0/0 proves the archive's owners are shifted.
 ROOT_OWNED = ('etc/passwd', 'etc/group', 'usr/bin/su', 'bin/su')
@@ -115,5 +117,4 @@ def owners_of_command(cmd, timeout, limit, wanted=ROOT_OWNED):
 
 
 def _reason(err):
-    lines = [line.strip() for line in err.splitlines() if line.strip() and 'level=warning' not in line]
-    return lines[0][:300] if lines else 'no message'
+    return podman.first_line(err) or 'no message'

@@ -74,7 +74,9 @@ def _stopped_instance(cli, container, evidence, pattern):
         outcome = 'restart_failed'
     else:
         try:
-            events = cli.events(container.id, since=None)
+            # Only the last run matters; --since keeps a long journal from being read whole.
+            since = container.started_at if (container.started_at or '').startswith(('1', '2')) else None
+            events = cli.events(container.id, since=since)
         except podman.PodmanProblem as exc:
             return instance(name, 'unknown', '%s: exited under restart policy %s; its events could not be read (%s).'
                             % (name, container.policy_text, exc), evidence)

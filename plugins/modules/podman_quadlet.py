@@ -189,8 +189,7 @@ class Converter(object):
         self.steps.append(' '.join(cmd))
         rc, out, err = self.ctx.run_command(cmd)
         if check and rc != 0:
-            lines = [line for line in (err or out).splitlines() if line.strip() and 'level=warning' not in line]
-            raise Failed('%s failed (rc %d): %s' % (what, rc, lines[0] if lines else 'no output'))
+            raise Failed('%s failed (rc %d): %s' % (what, rc, podman.first_line(err) or podman.first_line(out) or 'no output'))
         return rc, out
 
     def podman(self, args, what, check=True):

@@ -141,7 +141,7 @@ import uuid
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import podman_export
+from ansible_collections.homelab.postmortem.plugins.module_utils import podman, podman_export
 
 
 def _parse_owner(text):
@@ -165,8 +165,7 @@ class Exporter(object):
         self.steps.append(' '.join(cmd))
         rc, out, err = self.module.run_command(cmd, environ_update={'LC_ALL': 'C'})
         if rc != 0:
-            reason = [line for line in (err or out).splitlines() if line.strip() and 'level=warning' not in line]
-            raise RuntimeError('%s failed (rc %d): %s' % (what, rc, reason[0] if reason else 'no output'))
+            raise RuntimeError('%s failed (rc %d): %s' % (what, rc, podman.first_line(err) or podman.first_line(out) or 'no output'))
         return out.strip()
 
     def cleanup(self):
