@@ -354,7 +354,8 @@ def quote_arg(value):
     return '"%s"' % value.replace('\\', '\\\\').replace('"', '\\"')
 
 
-def find_generator(which, candidates=('/usr/libexec/podman/quadlet', '/usr/lib/podman/quadlet')):
+def find_generator(which, candidates=('/usr/libexec/podman/quadlet', '/usr/lib/podman/quadlet',
+                                      '/usr/lib/systemd/system-generators/podman-system-generator')):
     for path in candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
