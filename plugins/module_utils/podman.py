@@ -95,14 +95,11 @@ class PodmanCli(object):
             host = data.get('host') or {}
             security = host.get('security') or {}
             version = (data.get('version') or {}).get('Version')
-            store = data.get('store') or {}
             self._info = {
                 'version': version,
                 'rootless': bool(security.get('rootless')),
                 'apparmor_enabled': security.get('apparmorEnabled'),
                 'event_logger': host.get('eventLogger'),
-                'graph_driver': store.get('graphDriverName'),
-                'graph_root': store.get('graphRoot'),
             }
         return self._info
 

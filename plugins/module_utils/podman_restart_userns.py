@@ -105,7 +105,7 @@ def _recent(events, keep=12):
     return ['%s %s' % (status, time) for status, time in events[-keep:]]
 
 
-def _container_instance(ctx, cli, container, host):
+def _container_instance(cli, container, host):
     evidence = container.evidence()
     evidence['podman_version'] = host['podman_version']
     evidence['apparmor'] = host['apparmor']
@@ -170,7 +170,7 @@ def detect(ctx):
     }
     with_policy = [c for c in containers if c.restarts]
     evidence['containers_with_restart_policy'] = len(with_policy)
-    instances = [_container_instance(ctx, cli, c, host) for c in with_policy]
+    instances = [_container_instance(cli, c, host) for c in with_policy]
     if not instances:
         return make_finding(_SELF, 'ok' if containers else 'not_applicable',
                             'No rootful container has a restart policy (%d container(s)).' % len(containers),

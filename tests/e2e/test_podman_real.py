@@ -21,14 +21,15 @@ import uuid
 
 import pytest
 
-from helpers import BUILD, VENV_BIN, ansible_env, read_env_file, run_audit, local_host
+from helpers import BUILD, VENV_BIN, ansible_env, local_host, read_env_file, run_audit, run_module
 
 sys.path.insert(0, os.path.join(BUILD, 'collections'))
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry  # noqa: E402
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='rootful podman tests need root (CI runs as root)')
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='rootful podman, and runuser for the rootless user, need root; '
+                                'make test runs as root (CI does)')
 
 ENV = read_env_file('podman.env')
 IMAGE = ENV.get('POSTMORTEM_TINY_IMAGE', 'localhost/postmortem-tiny:1')
@@ -188,6 +189,27 @@ def test_export_probe_measures_the_rootful_shift(names):
     assert instance['evidence']['probe']['written_to_disk'] is False
     # Only mapped containers are exported by the probe.
     assert 'probe' not in by_name(finding, plain)['evidence']
+
+
+def test_rootful_safe_export_maps_a_uidmap_container_back(names, tmp_path):
+    """Rootful, paused commit (podman's default): the archive has 0/0 where podman export has 200000/200000."""
+    mapped = names('pm-safe-rootful')
+    podman('run', '--detach', '--name', mapped, '--uidmap', '0:200000:65536', '--gidmap', '0:200000:65536',
+           IMAGE, 'sleep', '1000')
+    dest = str(tmp_path / 'rootful.tar')
+    proc = run_module(tmp_path, 'homelab.postmortem.podman_safe_export', {'container': mapped, 'dest': dest})
+    assert 'CHANGED' in proc.stdout, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout.split(' => ', 1)[1])
+    assert result['owners']['etc/passwd'] == '0/0' and result['mapping'] == ['0:200000:65536']
+    assert '--pause=true' in ' '.join(result['steps'])
+    listing = subprocess.run(['tar', '--numeric-owner', '-tvf', dest, 'etc/passwd'], capture_output=True, text=True,
+                             check=True).stdout
+    assert ' 0/0 ' in listing
+    images = podman('images', '--format', '{{.Repository}}').stdout
+    assert 'postmortem-safe-export' not in images
+    check = run_module(tmp_path, 'homelab.postmortem.podman_safe_export',
+                       {'container': mapped, 'dest': str(tmp_path / 'never.tar')}, check=True)
+    assert 'CHANGED' in check.stdout and not os.path.exists(str(tmp_path / 'never.tar'))
 
 
 @pytest.fixture(scope='module')

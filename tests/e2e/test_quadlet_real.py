@@ -24,7 +24,8 @@ sys.path.insert(0, os.path.join(BUILD, 'collections'))
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import podman, quadlet, quadlet_convert  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='rootful podman tests need root (CI runs as root)')
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the containers converted here are rootful podman containers, '
+                                'which need root; make test runs as root (CI does)')
 
 GENERATOR = os.path.join(BUILD, 'quadlet', 'usr', 'libexec', 'podman', 'quadlet')
 IMAGE = 'localhost/postmortem-tiny:1'
