@@ -56,12 +56,14 @@ def exec_start(generated):
     return [line for line in generated.splitlines() if line.startswith('ExecStart=')][0]
 
 
-def test_cli_container_with_many_options_converts_and_validates(cleanup, tmp_path):
+def test_cli_container_with_many_options_converts_and_validates(cleanup, tmp_path, request):
     name = 'pm_quad.odd-%s' % uuid.uuid4().hex[:6]
+    volume = 'pm-quad-vol-%s' % name[-6:]
     cleanup.append(name)
+    request.addfinalizer(lambda: run('volume', 'rm', '--force', volume, check=False))
     (tmp_path / 'bind').mkdir()
     run('create', '--name', name, '--restart', 'always', '--uidmap', '0:200000:65536', '--gidmap', '0:200000:65536',
-        '-p', '18080:80', '-v', '%s:/bind:ro' % (tmp_path / 'bind'), '-v', 'pm-quad-vol:/vol',
+        '-p', '18080:80', '-v', '%s:/bind:ro' % (tmp_path / 'bind'), '-v', '%s:/vol' % volume,
         '-e', 'GREETING=hello world', '-e', 'PCT=100%', '-l', 'app=quad', '--cap-add', 'NET_ADMIN',
         '--cap-drop', 'MKNOD', '--device', '/dev/null:/dev/mynull', '--user', '1000:1000', '--memory', '64m',
         IMAGE, 'sh', '-c', 'echo $HOME "a b"; sleep 1000')
@@ -72,7 +74,7 @@ def test_cli_container_with_many_options_converts_and_validates(cleanup, tmp_pat
     assert ok, (messages, text)
     line = exec_start(generated)
     for expected in ('--name %s' % name, '--uidmap 0:200000:65536', '--gidmap 0:200000:65536',
-                     '--publish 18080:80', '-v pm-quad-vol:/vol', '--env "GREETING=hello world"',
+                     '--publish 18080:80', '-v %s:/vol' % volume, '--env "GREETING=hello world"',
                      '--env PCT=100%%', '--label app=quad', '--cap-add net_admin', '--cap-drop mknod',
                      '--device /dev/null:/dev/mynull', '--user 1000:1000', '--memory=64m', '--rm',
                      'sh -c "echo $$HOME \\"a b\\"; sleep 1000"'):
