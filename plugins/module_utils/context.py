@@ -57,6 +57,7 @@ class AuditContext(object):
         self.run_command = run_command or _subprocess_run_command
         self.which = which or _which
         self._process_cache = {}
+        self._shared = {}
 
     def path(self, absolute):
         """A path of the audited system, under ``root``."""
@@ -74,6 +75,12 @@ class AuditContext(object):
         if key not in self._process_cache:
             self._process_cache[key] = hostio.list_processes(self.proc_root, wanted)
         return self._process_cache[key]
+
+    def shared(self, key, factory):
+        """One object per key per run, so detections that ask the same tool share its answers."""
+        if key not in self._shared:
+            self._shared[key] = factory()
+        return self._shared[key]
 
     def settings_for(self, detection):
         merged = dict(detection.SETTINGS)

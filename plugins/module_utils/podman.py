@@ -45,6 +45,7 @@ class PodmanCli(object):
         self.user = user
         self.binary = ctx.which('podman')
         self._info = None
+        self._containers = None
 
     @property
     def label(self):
@@ -104,7 +105,12 @@ class PodmanCli(object):
         return self._info
 
     def containers(self):
-        """Every container of this user, as parsed Container objects."""
+        """Every container of this user, as parsed Container objects (read once per PodmanCli)."""
+        if self._containers is None:
+            self._containers = self._read_containers()
+        return self._containers
+
+    def _read_containers(self):
         listed = self.json(['ps', '--all', '--format', 'json'], 'ps')
         if not isinstance(listed, list):
             raise PodmanProblem('podman ps as %s printed %s, not a list' % (self.label, type(listed).__name__))
@@ -264,12 +270,17 @@ def last_exit_outcome(events):
     return 'restart_failed'
 
 
+def cli_for(ctx, user=None):
+    """The run's PodmanCli for ``user``: both podman detections share one podman info/ps/inspect."""
+    return ctx.shared(('podman', user), lambda: PodmanCli(ctx, user))
+
+
 def users_to_check(ctx, extra_users):
-    """[(label, PodmanCli)]: the user the module runs as, then each extra user that is not it."""
-    clis = [PodmanCli(ctx)]
+    """[PodmanCli]: the user the module runs as, then each extra user that is not it."""
+    clis = [cli_for(ctx)]
     me = clis[0].label
     for user in extra_users or []:
         user = str(user)
         if user and user != me:
-            clis.append(PodmanCli(ctx, user))
+            clis.append(cli_for(ctx, user))
     return clis

@@ -140,7 +140,7 @@ def detect(ctx):
     settings = ctx.settings_for(_SELF)
     if not ctx.live:
         return make_finding(_SELF, 'not_applicable', 'Image audit (root=%s): containers are only read on a live host.' % ctx.root)
-    cli = podman.PodmanCli(ctx)
+    cli = podman.cli_for(ctx)
     if cli.binary is None:
         return make_finding(_SELF, 'not_applicable', 'podman is not installed.')
     if os.geteuid() != 0:

@@ -244,3 +244,14 @@ def test_settings_and_probe_names_are_validated():
     registry.validate_settings({'podman_export_idmap': {'users': ['a'], 'probe_timeout': 5}})
     with pytest.raises(registry.SelectionError):
         registry.validate_settings({'podman_restart_userns': {'users': []}})
+
+
+def test_both_podman_detections_in_one_run_ask_podman_once(tmp_path):
+    """audit_facts runs both detections on one context: podman info, ps and inspect run once, not twice."""
+    fake = FakePodman([container('mapped', 'm', stopped_by_user=False)])
+    ctx = make_ctx(tmp_path, fake)
+    findings, _timings = registry.run(ctx, [podman_restart_userns, podman_export_idmap])
+    assert findings['podman_restart_userns']['status'] == 'at_risk'
+    assert findings['podman_export_idmap']['status'] == 'at_risk'
+    verbs = [c[1] for c in fake.calls]
+    assert verbs.count('info') == 1 and verbs.count('ps') == 1 and verbs.count('container') == 1
