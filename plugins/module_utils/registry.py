@@ -13,8 +13,12 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import (
-    llama_lora_cache, llama_sleep_race, llama_spec_logprobs, pi_ir_tx, podman_export_idmap, podman_restart_userns)
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError, error_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
 

@@ -89,7 +89,9 @@ backups:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, hostio, llama_server, llama_unit_fix
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix as llama_unit_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 

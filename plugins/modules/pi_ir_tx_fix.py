@@ -88,7 +88,10 @@ reboot_required:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, pi_ir_tx, pi_ir_tx_fix, rpi_config
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_tx_fix as pi_ir_tx_fix
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem

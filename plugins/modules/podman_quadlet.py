@@ -163,7 +163,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, podman, quadlet, quadlet_convert
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.filewrite import write_all
 

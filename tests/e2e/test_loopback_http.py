@@ -64,7 +64,7 @@ def test_nothing_listening_and_non_loopback_urls():
 
 
 def test_llama_probes_on_something_that_is_not_llama_server(garbage_server):
-    from ansible_collections.homelab.postmortem.plugins.module_utils import llama_probes
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
     for probe in (llama_probes.lora_cache, llama_probes.spec_logprobs):
         result = probe(garbage_server + '/html')  # every path answers HTML or {"ok": true}
         assert result['verdict'] == 'unknown' and result['reason']

@@ -22,7 +22,9 @@ from helpers import BUILD, run_module
 
 sys.path.insert(0, os.path.join(BUILD, 'collections'))
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import podman, quadlet, quadlet_convert  # noqa: E402
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the containers converted here are rootful podman containers, '
                                 'which need root; make test runs as root (CI does)')

@@ -2,8 +2,10 @@
 environment, presets and bad values. The real servers and probes are in tests/e2e."""
 import os
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import (
-    hostio, llama_lora_cache, llama_server, llama_spec_logprobs, registry)
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 
 from test_llama_sleep_race import ctx, proc

@@ -6,7 +6,9 @@ the bad-input paths that are hard to produce with a real process.
 """
 import os
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import llama_server, llama_sleep_race, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 
 

@@ -4,7 +4,8 @@ import shlex
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, llama_unit_fix, systemd_unit
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, systemd_unit
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix as llama_unit_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
 ALL = llama_unit_fix.Fixes(cache_ram_off=True, restart_on_failure=True)

@@ -9,7 +9,8 @@ import os
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import pi_ir_tx, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 
 PI4 = 'Raspberry Pi 4 Model B Rev 1.4\x00'

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import pi_ir_tx_fix
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_tx_fix as pi_ir_tx_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
 FOLD = pi_ir_tx_fix.FOLDED_MARK

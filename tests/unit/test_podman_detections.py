@@ -14,7 +14,10 @@ import os
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import podman, podman_export_idmap, podman_restart_userns, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'podman')

@@ -9,7 +9,7 @@ import tarfile
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import podman_export
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
 
 
 def tar_bytes(entries):

@@ -11,7 +11,9 @@ import os
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import podman, quadlet, quadlet_convert
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'podman')
 

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import rpi_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
 

@@ -16,7 +16,8 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import llama_probes, llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 
 ID = 'llama_lora_cache'

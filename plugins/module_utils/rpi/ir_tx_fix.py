@@ -12,7 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, rpi_config
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
 PWM_OVERLAY = 'pwm-ir-tx'

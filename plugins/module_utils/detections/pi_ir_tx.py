@@ -16,7 +16,9 @@ __metaclass__ = type
 import os
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, ir_trace, rpi_config
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_trace
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
     DetectionError, instance, make_finding)
 

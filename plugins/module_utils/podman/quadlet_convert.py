@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
 
 # Paths podman itself writes into a container's layer (mount points of the files it manages).
 PODMAN_MANAGED = ('/etc', '/etc/hosts', '/etc/hostname', '/etc/resolv.conf', '/etc/passwd', '/etc/group',

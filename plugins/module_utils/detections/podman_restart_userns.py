@@ -22,7 +22,8 @@ __metaclass__ = type
 import os
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, podman
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 
 ID = 'podman_restart_userns'

@@ -19,7 +19,8 @@ __metaclass__ = type
 import os
 import shlex
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, llama_server, systemd_unit
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, systemd_unit
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
 DROPIN_NAME = '50-homelab-postmortem.conf'

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 
 ID = 'llama_sleep_race'

@@ -22,7 +22,8 @@ __metaclass__ = type
 import os
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import podman, podman_export
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 
 ID = 'podman_export_idmap'

@@ -16,7 +16,7 @@ import subprocess
 import tarfile
 import threading
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 
 # Files that belong to root in every ordinary Linux image: a single one that is
 # not 0/0 proves the archive's owners are shifted.
