@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """What a detection may see of a host, in one object.
 
-Detections never call os.uname(), open('/proc/...') or subprocess themselves:
-they ask the context. The module builds it for the live host (or for an image
-through ``root``); tests build it over fixture trees.
+Detections never call os.uname(), os.geteuid(), open('/proc/...') or
+subprocess themselves: they ask the context. The module builds it for the live
+host (or for an image through ``root``); tests build it over fixture trees and
+fake command runners.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,18 +14,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import subprocess
+import pwd
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
-
-
-def _subprocess_run_command(cmd):
-    try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:
-        return 127, '', str(exc)
-    out, err = proc.communicate()
-    return proc.returncode, out.decode('utf-8', 'replace'), err.decode('utf-8', 'replace')
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import DEFAULT_DETECTION_TIMEOUT, CommandRunner
 
 
 def _which(name):
@@ -41,10 +34,15 @@ class AuditContext(object):
     root: where files are read from ('/' for the live host, a mount point for an image).
     live: whether processes, sysfs and the running kernel belong to the host
           being audited. False for an image: there is nothing running in it.
+    runner: the CommandRunner every command goes through (timeouts, output bound);
+          ``run_command`` replaces its ``run`` (tests pass fakes).
+    euid: the effective user id (default: the process's, read when asked).
+    detection_timeout: seconds each detection's commands may take together.
     """
 
     def __init__(self, root='/', live=None, proc_root=None, sys_root=None, kernel_release=None,
-                 probes=(), settings=None, run_command=None, which=None):
+                 probes=(), settings=None, run_command=None, which=None, runner=None, euid=None,
+                 detection_timeout=DEFAULT_DETECTION_TIMEOUT):
         self.root = root or '/'
         self.live = (self.root == '/') if live is None else live
         self.proc_root = proc_root or '/proc'
@@ -54,10 +52,28 @@ class AuditContext(object):
         self.kernel_release = kernel_release
         self.probes = frozenset(probes or ())
         self.settings = settings or {}
-        self.run_command = run_command or _subprocess_run_command
+        self.runner = runner or CommandRunner()
+        self.run_command = run_command or self.runner.run
         self.which = which or _which
+        self._euid = euid
+        self.detection_timeout = detection_timeout
         self._process_cache = {}
         self._shared = {}
+
+    @property
+    def euid(self):
+        return os.geteuid() if self._euid is None else self._euid
+
+    @property
+    def is_root(self):
+        return self.euid == 0
+
+    @property
+    def user_name(self):
+        try:
+            return pwd.getpwuid(self.euid).pw_name
+        except KeyError:
+            return 'uid %d' % self.euid
 
     def path(self, absolute):
         """A path of the audited system, under ``root``."""
@@ -83,6 +99,7 @@ class AuditContext(object):
         return self._shared[key]
 
     def settings_for(self, detection):
-        merged = dict(detection.SETTINGS)
+        """The detection's settings: the run's validated values over the spec's defaults."""
+        merged = dict((key, spec.get('default')) for key, spec in detection.SETTINGS.items())
         merged.update(self.settings.get(detection.ID) or {})
         return merged

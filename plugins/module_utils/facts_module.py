@@ -11,6 +11,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import (
+    DEFAULT_COMMAND_TIMEOUT, DEFAULT_DETECTION_TIMEOUT, CommandRunner)
 
 COLLECTION_VERSION = '0.1.0'
 
@@ -20,6 +22,8 @@ def argument_spec(with_checks):
         probes=dict(type='list', elements='str', default=[]),
         root=dict(type='path', default='/'),
         settings=dict(type='dict', default={}),
+        command_timeout=dict(type='int', default=DEFAULT_COMMAND_TIMEOUT),
+        detection_timeout=dict(type='int', default=DEFAULT_DETECTION_TIMEOUT),
     )
     if with_checks:
         spec['checks'] = dict(type='list', elements='str', default=['all'])
@@ -35,15 +39,16 @@ def main(check_id=None):
         else:
             detections = [registry.BY_ID[check_id]]
         registry.validate_probes(params['probes'], detections)
-        registry.validate_settings(params['settings'])
+        settings = registry.validate_settings(params['settings'])
     except registry.SelectionError as exc:
         module.fail_json(msg=str(exc))
+    for limit in ('command_timeout', 'detection_timeout'):
+        if params[limit] < 1:
+            module.fail_json(msg='%s must be at least 1 second, got %d' % (limit, params[limit]))
 
-    def run_command(cmd):
-        return module.run_command(cmd, environ_update={'LC_ALL': 'C', 'SYSTEMD_PAGER': ''})
-
-    ctx = AuditContext(root=params['root'], probes=params['probes'], settings=params['settings'],
-                       run_command=run_command, which=module.get_bin_path)
+    ctx = AuditContext(root=params['root'], probes=params['probes'], settings=settings,
+                       runner=CommandRunner(timeout=params['command_timeout']), which=module.get_bin_path,
+                       detection_timeout=params['detection_timeout'])
     findings, timings = registry.run(ctx, detections)
     module.exit_json(
         changed=False,
@@ -54,6 +59,8 @@ def main(check_id=None):
                 'checks': [d.ID for d in detections],
                 'probes': list(params['probes']),
                 'root': ctx.root,
+                'command_timeout': params['command_timeout'],
+                'detection_timeout': params['detection_timeout'],
                 'live': ctx.live,
                 'duration_ms': timings,
             },

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+
 # Ordered from least to most serious. The order matters twice: a finding with
 # several instances takes the worst instance status, and the audit's fail
 # threshold means "this status or anything after it".
@@ -18,14 +20,30 @@ STATUSES = ('not_applicable', 'ok', 'unknown', 'error', 'at_risk', 'affected')
 STATUS_RANK = dict((name, rank) for rank, name in enumerate(STATUSES))
 
 FINDING_KEYS = ('id', 'title', 'status', 'summary', 'evidence', 'remediation', 'references')
+# What carrying out the fix costs the host: nothing, a service restart, or a reboot.
+DISRUPTIONS = ('none', 'restart', 'reboot')
+REMEDIATION_KEYS = ('role', 'vars', 'module', 'manual', 'disruption')
 
 
-class DetectionError(Exception):
+class DetectionError(HostInputError):
     """Bad input on the host (a config file that is not text, an include loop...).
 
     The runner turns it into an ``error`` finding whose summary is the message,
     so the message must be one line a person can act on.
     """
+
+
+def make_remediation(role=None, role_vars=None, module=None, manual=(), disruption='none'):
+    """The one remediation shape every detection uses (see docs/architecture.md)."""
+    if disruption not in DISRUPTIONS:
+        raise ValueError('unknown disruption %r' % (disruption,))
+    return {
+        'role': role,
+        'vars': dict(role_vars or {}),
+        'module': module,
+        'manual': list(manual),
+        'disruption': disruption,
+    }
 
 
 def worst_status(statuses, default='not_applicable'):
@@ -77,6 +95,8 @@ def make_finding(detection, status, summary, evidence=None, remediation=None, in
     }
 
 
-def error_finding(detection, reason, evidence=None):
-    return make_finding(detection, 'error', reason, evidence=evidence,
-                        remediation={'manual': ['Fix the condition named in the summary, then audit again.']})
+def error_finding(detection, reason, evidence=None, status='error'):
+    """A finding for input we could not use (``error``) or a host that did not answer (``unknown``)."""
+    step = ('Fix the condition named in the summary, then audit again.' if status == 'error'
+            else 'Find out why the host did not answer in time (the summary names the command), then audit again.')
+    return make_finding(detection, status, reason, evidence=evidence, remediation=make_remediation(manual=[step]))

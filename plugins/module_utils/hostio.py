@@ -15,12 +15,13 @@ __metaclass__ = type
 import errno
 import os
 import re
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 MAX_CONFIG_BYTES = 1024 * 1024
 MAX_PROC_BYTES = 256 * 1024
 
 
-class ReadProblem(Exception):
+class ReadProblem(HostInputError):
     """A file could not be used; ``reason`` is one line for a person."""
 
     def __init__(self, path, reason, kind):

@@ -19,12 +19,13 @@ import socket
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
 from ansible.module_utils.urls import open_url
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 LOOPBACK_NAMES = ('localhost', 'ip6-localhost', 'ip6-loopback')
 MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
-class ProbeFailure(Exception):
+class ProbeFailure(HostInputError):
     def __init__(self, reason, status=None):
         super(ProbeFailure, self).__init__(reason)
         self.reason = reason

@@ -3,8 +3,13 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every detection the collection ships, in report order, and how to run them.
 
-Adding a detection: write plugins/module_utils/<id>.py with ID, TITLE,
-REFERENCES, REMEDIATION, PROBES, SETTINGS and detect(ctx), then list it here.
+A detection is a module in ``detections/`` with ID, GROUP, TITLE, REFERENCES,
+REMEDIATION (``finding.make_remediation``), PROBES, SETTINGS (a spec, see
+settings.py), APPLIES and ``detect(ctx)``. APPLIES says where it can answer:
+``image`` (it can read an image through ``root``), ``binary`` (a program it
+needs on a live host) and ``root`` (why it needs root, or None). The registry
+enforces APPLIES before ``detect`` runs, so those answers are the same for
+every detection, and runs each detection inside its own time budget.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,14 +18,15 @@ __metaclass__ = type
 
 import time
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import settings as settings_spec
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError, error_finding
-from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError, SettingsError
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import error_finding, make_finding
 
 DETECTIONS = (
     pi_ir_tx,
@@ -31,25 +37,47 @@ DETECTIONS = (
     podman_export_idmap,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)
+GROUPS = ('pi', 'llama', 'podman', 'docker', 'ollama', 'vllm')
 
 
 class SelectionError(ValueError):
     pass
 
 
+def groups(available=None):
+    """{group: [ids]} for the groups that have detections."""
+    found = {}
+    for detection in (available or BY_ID).values():
+        found.setdefault(detection.GROUP, []).append(detection.ID)
+    return found
+
+
 def select(requested, available=None):
-    """gather_subset-style selection: 'all', ids, and '!id' exclusions, in report order."""
+    """gather_subset-style selection: 'all', groups, ids, and '!name' exclusions, in report order."""
     available = BY_ID if available is None else available
-    requested = [str(r).strip() for r in (requested or ['all']) if str(r).strip()]
-    include, exclude = set(), set()
+    by_group = groups(available)
+    if requested is None:
+        requested = ['all']
+    cleaned = []
     for item in requested:
+        if not isinstance(item, str) or not item.strip():
+            raise SelectionError('check names must be non-empty strings, got %r' % (item,))
+        cleaned.append(item.strip())
+    include, exclude = set(), set()
+    for item in cleaned:
         negate = item.startswith('!')
         name = item[1:] if negate else item
-        if name != 'all' and name not in available:
-            raise SelectionError('unknown check %r; known checks: %s' % (name, ', '.join(available)))
-        names = set(available) if name == 'all' else set([name])
+        if name == 'all':
+            names = set(available)
+        elif name in available:
+            names = set([name])
+        elif name in by_group:
+            names = set(by_group[name])
+        else:
+            raise SelectionError('unknown check %r; known checks: %s; groups: %s'
+                                 % (name, ', '.join(available), ', '.join(sorted(by_group))))
         (exclude if negate else include).update(names)
-    if not any(not r.startswith('!') for r in requested):
+    if not any(not r.startswith('!') for r in cleaned):
         include = set(available)
     return [d for d in available.values() if d.ID in include - exclude]
 
@@ -62,30 +90,43 @@ def validate_probes(probes, detections=DETECTIONS):
                              % (', '.join(unknown), ', '.join(sorted(offered)) or 'none'))
 
 
-def validate_settings(settings, detections=DETECTIONS):
-    for check_id, values in (settings or {}).items():
-        if check_id not in BY_ID:
-            raise SelectionError('settings for unknown check %r' % (check_id,))
-        if not isinstance(values, dict):
-            raise SelectionError('settings.%s must be a dict' % check_id)
-        unknown = sorted(set(values) - set(BY_ID[check_id].SETTINGS))
-        if unknown:
-            raise SelectionError('unknown setting(s) for %s: %s; known: %s'
-                                 % (check_id, ', '.join(unknown), ', '.join(sorted(BY_ID[check_id].SETTINGS)) or 'none'))
+def validate_settings(settings):
+    """Typed, converted settings for every detection; SelectionError names detection, key and type."""
+    try:
+        return settings_spec.validate(settings, BY_ID)
+    except SettingsError as exc:
+        raise SelectionError(str(exc))
+
+
+def not_applicable_here(ctx, detection):
+    """The uniform answer when the detection cannot run on this target, or None."""
+    needs = detection.APPLIES
+    if not ctx.live and not needs.get('image'):
+        return make_finding(detection, 'not_applicable',
+                            'Image audit (root=%s): %s reads only a running system.' % (ctx.root, detection.ID))
+    binary = needs.get('binary')
+    if binary and ctx.live and not ctx.which(binary):
+        return make_finding(detection, 'not_applicable', '%s is not installed.' % binary)
+    if needs.get('root') and ctx.live and not ctx.is_root:
+        return make_finding(detection, 'unknown', 'Needs root (%s): run the audit with become: true.' % needs['root'],
+                            evidence={'user': ctx.user_name})
+    return None
 
 
 def run_one(ctx, detection):
-    """Run one detection; bad input and bugs become an ``error`` finding, never a traceback."""
+    """Run one detection; host input and bugs become findings, never a traceback."""
     try:
-        return detection.detect(ctx)
-    except DetectionError as exc:
-        return error_finding(detection, str(exc))
-    except ReadProblem as exc:
-        return error_finding(detection, str(exc))
+        early = not_applicable_here(ctx, detection)
+        if early is not None:
+            return early
+        with ctx.runner.budget(ctx.detection_timeout):
+            return detection.detect(ctx)
+    except HostInputError as exc:
+        return error_finding(detection, str(exc), status=exc.finding_status)
     except Exception as exc:  # pylint: disable=broad-except
-        # A bug in one detection must not cost the host its other findings.
-        return error_finding(detection, 'internal error in detection %s: %s: %s'
-                             % (detection.ID, type(exc).__name__, exc))
+        # A bug in one detection must not cost the host its other findings; say it is ours.
+        return error_finding(detection, 'bug in homelab.postmortem (detection %s): %s: %s; please report it'
+                             % (detection.ID, type(exc).__name__, exc), evidence={'exception': type(exc).__name__})
 
 
 def run(ctx, detections):
@@ -95,3 +136,4 @@ def run(ctx, detections):
         findings[detection.ID] = run_one(ctx, detection)
         timings[detection.ID] = round((time.time() - started) * 1000.0, 1)
     return findings, timings
+

@@ -93,7 +93,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import filewrit
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix as llama_unit_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 
 def needed_fixes(process, params):
@@ -122,8 +122,8 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    ctx = AuditContext(run_command=module.run_command, which=module.get_bin_path)
-    processes, _problems = llama_server.instances(ctx)
+    ctx = AuditContext(which=module.get_bin_path)
+    processes, _problems = llama_server.processes(ctx)
     per_unit, unmanaged = {}, []
     for process in processes:
         fixes = needed_fixes(process, params)
@@ -148,11 +148,11 @@ def main():
         if not systemctl:
             module.fail_json(msg='systemctl not found, but %s is a systemd service' % unit)
         try:
-            props = hostio.systemd_show(module.run_command, systemctl, unit, ['FragmentPath', 'SourcePath', 'DropInPaths'])
+            props = hostio.systemd_show(ctx.run_command, systemctl, unit, ['FragmentPath', 'SourcePath', 'DropInPaths'])
             changes, mode = llama_unit_fix.plan(unit, props.get('FragmentPath'), props.get('SourcePath'),
                                                 (props.get('DropInPaths') or '').split(),
                                                 llama_unit_fix.Fixes(**entry['fixes']))
-        except (DetectionError, hostio.ReadProblem) as exc:
+        except HostInputError as exc:
             module.fail_json(msg='%s: %s; no file was changed' % (unit, exc), units=results)
         entry.update(mode=mode, files=[c[0] for c in changes], changed=bool(changes))
         results.append(entry)

@@ -169,9 +169,13 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.podman import q
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.filewrite import write_all
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
+
+COMMAND_TIMEOUT = 1800
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 
-class Failed(Exception):
+class Failed(HostInputError):
     pass
 
 
@@ -182,24 +186,21 @@ class Converter(object):
         self.steps = []
         self.result = {}
 
-        def run_command(cmd):
-            return module.run_command(cmd, environ_update={'LC_ALL': 'C', 'PODMAN_IGNORE_CGROUPSV1_WARNING': '1'})
+        # podman stop and commit of a large container take long: bounded, but generously.
+        self.ctx = AuditContext(runner=CommandRunner(timeout=COMMAND_TIMEOUT), which=module.get_bin_path)
+        self.cli = podman.PodmanCli(self.ctx, steps=self.steps)
 
-        self.ctx = AuditContext(run_command=run_command, which=module.get_bin_path)
-        self.cli = podman.PodmanCli(self.ctx)
+    def podman(self, args, what, check=True):
+        rc, out, _err = self.cli.execute(args, what, check)
+        return rc, out
 
-    def run(self, cmd, what, check=True):
+    def systemctl(self, args, what, check=True):
+        cmd = [self.module.get_bin_path('systemctl', required=True)] + args
         self.steps.append(' '.join(cmd))
         rc, out, err = self.ctx.run_command(cmd)
         if check and rc != 0:
             raise Failed('%s failed (rc %d): %s' % (what, rc, podman.first_line(err) or podman.first_line(out) or 'no output'))
         return rc, out
-
-    def podman(self, args, what, check=True):
-        return self.run(self.cli.command(args), what, check)
-
-    def systemctl(self, args, what, check=True):
-        return self.run([self.module.get_bin_path('systemctl', required=True)] + args, what, check)
 
     def inspect(self, name):
         rc, out, err = self.ctx.run_command(self.cli.command(['container', 'inspect', name]))
@@ -232,7 +233,7 @@ def convert(conv):
     conv.result.update(unit_path=unit_path, service=service)
     if conv.cli.binary is None:
         raise Failed('podman is not installed')
-    if os.geteuid() != 0:
+    if not conv.ctx.is_root:
         raise Failed('converting rootful containers needs root (become: true)')
     info = conv.cli.info()
     version = hostio.version_tuple(info['version'] or '')
@@ -326,7 +327,7 @@ def convert(conv):
         switched = True
         conv.systemctl(['start', service], 'systemctl start %s' % service)
         _wait_running(conv, service, name, params['start_timeout'])
-    except Failed as exc:
+    except HostInputError as exc:
         _roll_back(conv, service, unit_path, before, switched, name, aside, running)
         raise Failed('%s; everything was put back as it was%s' % (exc, _journal(conv, service)))
     conv.podman(['rm', aside], 'podman rm of the old container')
@@ -392,7 +393,7 @@ def main():
     conv = Converter(module)
     try:
         changed = convert(conv)
-    except (Failed, podman.PodmanProblem) as exc:
+    except HostInputError as exc:
         result = dict(conv.result)
         result.pop('diff', None)
         module.fail_json(msg=str(exc), steps=conv.steps, **result)

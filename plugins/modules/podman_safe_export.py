@@ -143,6 +143,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
 
 def _parse_owner(text):
@@ -155,31 +158,28 @@ def _parse_owner(text):
 class Exporter(object):
     def __init__(self, module):
         self.module = module
-        self.podman = module.get_bin_path('podman', required=True)
+        module.get_bin_path('podman', required=True)
         self.steps = []
+        ctx = AuditContext(runner=CommandRunner(timeout=module.params['timeout']), which=module.get_bin_path)
+        self.cli = podman.PodmanCli(ctx, steps=self.steps)
         self.temp_container = None
         self.temp_image = None
         self.temp_file = None
 
     def run(self, args, what):
-        cmd = [self.podman] + args
-        self.steps.append(' '.join(cmd))
-        rc, out, err = self.module.run_command(cmd, environ_update={'LC_ALL': 'C'})
-        if rc != 0:
-            raise RuntimeError('%s failed (rc %d): %s' % (what, rc, podman.first_line(err) or podman.first_line(out) or 'no output'))
-        return out.strip()
+        return self.cli.execute(args, what)[1].strip()
 
     def cleanup(self):
         problems = []
         if self.temp_container:
             try:
                 self.run(['rm', '--force', self.temp_container], 'removing the temporary container')
-            except RuntimeError as exc:
+            except HostInputError as exc:
                 problems.append(str(exc))
         if self.temp_image:
             try:
                 self.run(['rmi', '--force', self.temp_image], 'removing the temporary image')
-            except RuntimeError as exc:
+            except HostInputError as exc:
                 problems.append(str(exc))
         if self.temp_file and os.path.exists(self.temp_file):
             os.unlink(self.temp_file)
@@ -293,7 +293,7 @@ def main():
         os.rename(exporter.temp_file, dest)
         exporter.temp_file = None
         result.update(changed=True, size=os.path.getsize(dest), sha256=_sha256(dest))
-    except (RuntimeError, ValueError, IOError, OSError) as exc:
+    except (HostInputError, RuntimeError, ValueError, IOError, OSError) as exc:
         leftovers = exporter.cleanup()
         msg = str(exc)
         if leftovers:

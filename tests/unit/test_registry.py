@@ -55,11 +55,13 @@ def test_unknown_probe_and_settings_are_refused():
 
 class Exploding:
     ID = 'exploding'
+    GROUP = 'pi'
     TITLE = 'Explodes'
     REFERENCES = []
     REMEDIATION = {'manual': []}
     PROBES = ()
     SETTINGS = {}
+    APPLIES = {'image': True, 'binary': None, 'root': None}
 
     def __init__(self, exc):
         self.exc = exc
@@ -70,7 +72,7 @@ class Exploding:
 
 @pytest.mark.parametrize('exc,text', [
     (DetectionError('include loop in config.txt: a -> b -> a'), 'include loop in config.txt: a -> b -> a'),
-    (KeyError('boom'), "internal error in detection exploding: KeyError: 'boom'"),
+    (KeyError('boom'), "bug in homelab.postmortem (detection exploding): KeyError: 'boom'; please report it"),
 ])
 def test_a_failing_detection_becomes_an_error_finding(exc, text):
     result = registry.run_one(AuditContext(root='/nonexistent', live=False), Exploding(exc))

@@ -18,27 +18,32 @@ import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding, make_remediation
 
 ID = 'llama_lora_cache'
+GROUP = 'llama'
+# Preset files can be read in an image; processes only on a live host.
+APPLIES = {'image': True, 'binary': None, 'root': None}
 TITLE = "llama-server's prompt cache reuses KV computed under a different LoRA scale"
 REFERENCES = [
     'https://github.com/ggml-org/llama.cpp/issues/26207',
     'llama.cpp tools/server/server-task.h (server_prompt has no adapter field) and launch_slot_with_task',
 ]
-REMEDIATION = {
-    'role': 'homelab.postmortem.llama_server',
-    'vars': {'llama_server_cache_ram_off': True, 'llama_server_restart': True},
-    'manual': [
+REMEDIATION = make_remediation(
+    role='homelab.postmortem.llama_server',
+    role_vars={'llama_server_cache_ram_off': True, 'llama_server_restart': True},
+    manual=[
         'Start llama-server with --cache-ram 0 when it serves more than one LoRA setting.',
         'Or send "cache_prompt": false on every request (entries are written whatever the flag says).',
         'Clients that change scales with POST /lora-adapters: send "cache_prompt": false as well; '
         'measured here, the global path mixes up KV even with --cache-ram 0.',
     ],
-}
+    disruption='restart',
+)
 PROBES = ('lora_cache',)
 SETTINGS = {
-    'preset_paths': [],
+    'preset_paths': {'type': 'list', 'elements': 'str', 'default': [],
+                     'description': 'Router preset INI files to read besides those named by running routers.'},
 }
 
 _SELF = sys.modules[__name__]
@@ -134,7 +139,7 @@ def detect(ctx):
     evidence['probe_requested'] = 'lora_cache' in ctx.probes
     if not instances:
         return make_finding(_SELF, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
-    worst = sorted(instances, key=lambda i: ['ok', 'unknown', 'error', 'at_risk', 'affected'].index(i['status']))[-1]
+    worst = sorted(instances, key=lambda i: STATUS_RANK[i['status']])[-1]
     if worst['status'] == 'ok':
         summary = 'No llama-server instance mixes LoRA adapters with the RAM prompt cache.'
     else:

@@ -17,26 +17,30 @@ __metaclass__ = type
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
 ID = 'llama_sleep_race'
+GROUP = 'llama'
+# Preset files can be read in an image; processes only on a live host.
+APPLIES = {'image': True, 'binary': None, 'root': None}
 TITLE = 'llama-server sleep mode loses or crashes on a request that arrives just before it sleeps'
 REFERENCES = [
     'https://github.com/ggml-org/llama.cpp/issues/29689',
 ]
-REMEDIATION = {
-    'role': 'homelab.postmortem.llama_server',
-    'vars': {'llama_server_restart_on_failure': True, 'llama_server_restart': True},
-    'manual': [
+REMEDIATION = make_remediation(
+    role='homelab.postmortem.llama_server',
+    role_vars={'llama_server_restart_on_failure': True, 'llama_server_restart': True},
+    manual=[
         'Leave sleep mode off (--sleep-idle-seconds -1, the default) on servers that take long prompts or images.',
         'If sleep stays on, make sure a crash is restarted: Restart=on-failure in the systemd unit.',
         'Clients: send a 1-token completion right before the real request, and use a timeout with a retry.',
     ],
-}
+    disruption='restart',
+)
 PROBES = ()
 SETTINGS = {
-    # Router preset INI files to read besides those named by running routers.
-    'preset_paths': [],
+    'preset_paths': {'type': 'list', 'elements': 'str', 'default': [],
+                     'description': 'Router preset INI files to read besides those named by running routers.'},
 }
 
 _SELF = sys.modules[__name__]

@@ -18,22 +18,26 @@ import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
 ID = 'llama_spec_logprobs'
+GROUP = 'llama'
+# Speculation is a property of running processes.
+APPLIES = {'image': False, 'binary': None, 'root': None}
 TITLE = "llama-server's logprobs are placeholders when speculative decoding is on"
 REFERENCES = [
     'https://github.com/ggml-org/llama.cpp/issues/27972',
     'https://github.com/ggml-org/llama.cpp/issues/29975',
 ]
-REMEDIATION = {
-    'manual': [
+REMEDIATION = make_remediation(
+    manual=[
         'Send requests that need logprobs to an instance started without -md/--spec-type '
         '(there is no per-request switch).',
         'Check /slots (speculative), not /props, to see whether a server speculates.',
         'Treat an empty top_logprobs on a request that asked for alternatives as a missing value.',
     ],
-}
+    disruption='restart',
+)
 PROBES = ('spec_logprobs',)
 SETTINGS = {}
 

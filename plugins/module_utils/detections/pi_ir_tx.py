@@ -20,31 +20,37 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_trace
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
-    DetectionError, instance, make_finding)
+    DetectionError, instance, make_finding, make_remediation)
 
 ID = 'pi_ir_tx'
+GROUP = 'pi'
+# Reads config.txt and /lib/modules, so an SD-card image can be audited too.
+APPLIES = {'image': True, 'binary': None, 'root': None}
 TITLE = 'Raspberry Pi IR transmitter on pwm-ir-tx sends nothing on kernel 6.18+'
 REFERENCES = [
     'https://github.com/raspberrypi/linux/issues/7678',
     'media: pwm-ir-tx: Avoid direct access to hrtimer clockbase (commit 44d7fb8acdf8, first in v6.18)',
 ]
-REMEDIATION = {
-    'role': 'homelab.postmortem.pi_ir_tx',
-    'vars': {'pi_ir_tx_reboot': True},
-    'manual': [
+REMEDIATION = make_remediation(
+    role='homelab.postmortem.pi_ir_tx',
+    role_vars={'pi_ir_tx_reboot': True},
+    manual=[
         'In the config.txt section that loads it, replace dtoverlay=pwm-ir-tx[,gpiopin=N] '
         'with dtoverlay=gpio-ir-tx,gpio_pin=N (same pin; pwm-ir-tx defaults to 18).',
         'Reboot, then check that the transmitter is registered by gpio-ir-tx (/sys/class/rc/rc*/uevent).',
     ],
-}
+    disruption='reboot',
+)
 # ir_tx_trace sends a 30 ms test code through each transmitter and reads the
 # kernel trace of what the hardware was told to do (see ir_trace.py).
 PROBES = ('ir_tx_trace',)
+# The upper bound is not known until a fixed kernel ships; users can set it
+# (or narrow the range) without a new release of the collection.
 SETTINGS = {
-    # The upper bound is not known until a fixed kernel ships; users can set it
-    # (or narrow the range) without a new release of the collection.
-    'affected_from': '6.18',
-    'fixed_in': None,
+    'affected_from': {'type': 'version', 'default': '6.18',
+                      'description': 'First kernel version whose pwm-ir-tx sends nothing.'},
+    'fixed_in': {'type': 'version', 'default': None,
+                 'description': 'First kernel version with the fix; unset while upstream has none.'},
 }
 
 PWM_OVERLAY = 'pwm-ir-tx'
@@ -188,35 +194,113 @@ def _overlay_evidence(overlay, board):
     return evidence
 
 
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
-    first, fixed = _parse_range(settings)
-    affected_range = _describe_range(settings)
+class _Kernels(object):
+    """The running and next-boot kernels and whether each is in the affected range."""
 
-    def in_range(release):
+    def __init__(self, ctx, settings):
+        self.first, self.fixed = _parse_range(settings)
+        self.range_text = _describe_range(settings)
+        self.installed = installed_kernels(ctx)
+        self.running = ctx.kernel_release if ctx.live else None
+        self.next_boot = self.installed[-1] if self.installed else self.running
+
+    def affected(self, release):
         version = hostio.version_tuple(release or '')
-        return bool(version) and hostio.version_in_range(version, first, fixed)
+        return bool(version) and hostio.version_in_range(version, self.first, self.fixed)
 
+
+def _transmitter_name(tx):
+    return 'transmitter %s (%s)' % (tx['rc'], ', '.join(tx['lirc']) or 'no lirc device')
+
+
+def _transmitter_instances(ctx, kernels, pwm_tx, gpio_tx):
+    """One instance per transmitter the running kernel registered (measured when the probe runs)."""
+    found = []
+    for tx in pwm_tx:
+        name = _transmitter_name(tx)
+        if kernels.affected(kernels.running):
+            found.append(instance(name, 'affected',
+                                  '%s is driven by pwm-ir-tx on kernel %s: codes are sent as a few '
+                                  'microsecond edges while ir-ctl reports success.' % (tx['rc'], kernels.running), tx))
+        elif kernels.next_boot and kernels.affected(kernels.next_boot):
+            found.append(instance(name, 'at_risk',
+                                  '%s is driven by pwm-ir-tx; the next boot runs kernel %s, where it sends nothing.'
+                                  % (tx['rc'], kernels.next_boot), tx))
+        else:
+            found.append(instance(name, 'ok', '%s uses pwm-ir-tx on kernel %s, outside the affected range (%s).'
+                                  % (tx['rc'], kernels.running, kernels.range_text), tx))
+    for tx in gpio_tx:
+        found.append(instance(_transmitter_name(tx), 'ok', '%s is driven by gpio-ir-tx, which is not affected.' % tx['rc'], tx))
+    if 'ir_tx_trace' in ctx.probes and ctx.live:
+        found = [_apply_probe(ctx, item) for item in found]
+    return found
+
+
+def _overlay_instance(overlay, board, kernels, pwm_running):
+    """The instance for one dtoverlay line, or None when its section never applies to this board."""
+    line_evidence = _overlay_evidence(overlay, board)
+    applies = line_evidence['applies']
+    if applies == 'no':
+        return None
+    name = 'dtoverlay=%s at %s' % (overlay.name, overlay.line.location())
+    pin = line_evidence['pin']
+    if board:
+        where = 'on this board'
+    elif applies == 'maybe':
+        where = 'on ' + ', '.join(line_evidence.get('boards') or [])
+    else:
+        where = 'on every board'
+    if overlay.name == GPIO_OVERLAY:
+        return instance(name, 'ok', 'gpio-ir-tx on pin %s %s is not affected.' % (pin, where), line_evidence)
+    if pwm_running and kernels.affected(kernels.running):
+        status, summary = 'affected', ('pwm-ir-tx on pin %s is loaded on kernel %s and sends nothing usable.'
+                                       % (pin, kernels.running))
+    elif kernels.next_boot and kernels.affected(kernels.next_boot):
+        status, summary = 'at_risk', ('pwm-ir-tx on pin %s %s will send nothing after booting kernel %s.'
+                                      % (pin, where, kernels.next_boot))
+    elif not kernels.installed and not kernels.running:
+        status, summary = 'unknown', ('pwm-ir-tx on pin %s %s: no kernel found under %s to compare with %s.'
+                                      % (pin, where, ' or '.join(MODULE_DIRS), kernels.range_text))
+    else:
+        status, summary = 'ok', ('pwm-ir-tx on pin %s; kernel %s is outside the affected range (%s).'
+                                 % (pin, kernels.next_boot, kernels.range_text))
+    if applies == 'maybe' and status in ('affected', 'at_risk') and board is not None:
+        summary += ' (only when %s holds)' % line_evidence['section']
+    return instance(name, status, summary, line_evidence)
+
+
+def _summary(instances, kernels, pwm_tx, overlays):
+    statuses = set(i['status'] for i in instances)
+    if pwm_tx and not any(o.name == PWM_OVERLAY for o in overlays) and 'affected' in statuses:
+        return ('pwm-ir-tx still runs on kernel %s, but config.txt no longer loads it: reboot to switch '
+                'to gpio-ir-tx.' % kernels.running)
+    if 'affected' in statuses:
+        return 'pwm-ir-tx transmitter runs on affected kernel %s: IR codes are not sent.' % kernels.running
+    if 'at_risk' in statuses:
+        return 'pwm-ir-tx is configured; kernel %s (next boot) is affected: IR will stop working.' % kernels.next_boot
+    if 'unknown' in statuses:
+        return [i for i in instances if i['status'] == 'unknown'][0]['summary']
+    return 'IR transmitters are not affected (%s).' % '; '.join(i['summary'] for i in instances[:2])
+
+
+def detect(ctx):
+    kernels = _Kernels(ctx, ctx.settings_for(_SELF))
     config_rel = find_config(ctx)
     model, board = read_board(ctx)
     transmitters, tx_problems = registered_transmitters(ctx) if ctx.live else ([], None)
     pwm_tx = [t for t in transmitters if t['driver'] == PWM_OVERLAY]
     gpio_tx = [t for t in transmitters if t['driver'] == GPIO_OVERLAY]
-
-    kernels = installed_kernels(ctx)
-    running = ctx.kernel_release if ctx.live else None
-    next_boot = kernels[-1] if kernels else running
     evidence = {
         'config': ctx.path(config_rel) if config_rel else None,
         'root': ctx.root,
         'board_model': model,
         'board': board,
-        'running_kernel': running,
-        'running_kernel_affected': in_range(running) if running else None,
-        'installed_kernels': kernels,
-        'next_boot_kernel': next_boot,
-        'next_boot_kernel_affected': in_range(next_boot) if next_boot else None,
-        'affected_kernels': affected_range,
+        'running_kernel': kernels.running,
+        'running_kernel_affected': kernels.affected(kernels.running) if kernels.running else None,
+        'installed_kernels': kernels.installed,
+        'next_boot_kernel': kernels.next_boot,
+        'next_boot_kernel_affected': kernels.affected(kernels.next_boot) if kernels.next_boot else None,
+        'affected_kernels': kernels.range_text,
         'transmitters': transmitters,
     }
     if tx_problems:
@@ -235,66 +319,12 @@ def detect(ctx):
             'No Raspberry Pi boot config (%s) and no IR transmitter registered.' % ' or '.join(CONFIG_CANDIDATES),
             evidence=evidence)
 
-    instances = []
-    for tx in pwm_tx:
-        name = 'transmitter %s (%s)' % (tx['rc'], ', '.join(tx['lirc']) or 'no lirc device')
-        if in_range(running):
-            instances.append(instance(name, 'affected',
-                                      '%s is driven by pwm-ir-tx on kernel %s: codes are sent as a few '
-                                      'microsecond edges while ir-ctl reports success.' % (tx['rc'], running), tx))
-        elif next_boot and in_range(next_boot):
-            instances.append(instance(name, 'at_risk',
-                                      '%s is driven by pwm-ir-tx; the next boot runs kernel %s, where it sends nothing.'
-                                      % (tx['rc'], next_boot), tx))
-        else:
-            instances.append(instance(name, 'ok', '%s uses pwm-ir-tx on kernel %s, outside the affected range (%s).'
-                                      % (tx['rc'], running, affected_range), tx))
-    for tx in gpio_tx:
-        instances.append(instance('transmitter %s (%s)' % (tx['rc'], ', '.join(tx['lirc']) or 'no lirc device'), 'ok',
-                                  '%s is driven by gpio-ir-tx, which is not affected.' % tx['rc'], tx))
-    if 'ir_tx_trace' in ctx.probes and ctx.live:
-        instances = [_apply_probe(ctx, item) if item['name'].startswith('transmitter ') else item for item in instances]
-
+    instances = _transmitter_instances(ctx, kernels, pwm_tx, gpio_tx)
     for overlay in overlays:
-        line_evidence = _overlay_evidence(overlay, board)
-        applies = line_evidence['applies']
-        name = 'dtoverlay=%s at %s' % (overlay.name, overlay.line.location())
-        if applies == 'no':
-            continue
-        where = 'on this board' if board else ('on ' + ', '.join(line_evidence.get('boards') or []) if applies == 'maybe' else 'on every board')
-        if overlay.name == GPIO_OVERLAY:
-            instances.append(instance(name, 'ok', 'gpio-ir-tx on pin %s %s is not affected.' % (line_evidence['pin'], where),
-                                      line_evidence))
-            continue
-        if pwm_tx and in_range(running):
-            status, summary = 'affected', ('pwm-ir-tx on pin %s is loaded on kernel %s and sends nothing usable.'
-                                           % (line_evidence['pin'], running))
-        elif next_boot and in_range(next_boot):
-            status, summary = 'at_risk', ('pwm-ir-tx on pin %s %s will send nothing after booting kernel %s.'
-                                          % (line_evidence['pin'], where, next_boot))
-        elif not kernels and not running:
-            status, summary = 'unknown', ('pwm-ir-tx on pin %s %s: no kernel found under %s to compare with %s.'
-                                          % (line_evidence['pin'], where, ' or '.join(MODULE_DIRS), affected_range))
-        else:
-            status, summary = 'ok', ('pwm-ir-tx on pin %s; kernel %s is outside the affected range (%s).'
-                                     % (line_evidence['pin'], next_boot, affected_range))
-        if applies == 'maybe' and status in ('affected', 'at_risk') and board is not None:
-            summary += ' (only when %s holds)' % line_evidence['section']
-        instances.append(instance(name, status, summary, line_evidence))
-
+        found = _overlay_instance(overlay, board, kernels, bool(pwm_tx))
+        if found is not None:
+            instances.append(found)
     if not instances:
         return make_finding(_SELF, 'not_applicable',
                             'No IR transmitter is configured or registered.', evidence=evidence)
-    worst = [i for i in instances if i['status'] in ('affected', 'at_risk', 'unknown')]
-    if pwm_tx and not any(o.name == PWM_OVERLAY for o in overlays) and any(i['status'] == 'affected' for i in instances):
-        summary = ('pwm-ir-tx still runs on kernel %s, but config.txt no longer loads it: reboot to switch '
-                   'to gpio-ir-tx.' % running)
-    elif any(i['status'] == 'affected' for i in instances):
-        summary = 'pwm-ir-tx transmitter runs on affected kernel %s: IR codes are not sent.' % running
-    elif any(i['status'] == 'at_risk' for i in instances):
-        summary = 'pwm-ir-tx is configured; kernel %s (next boot) is affected: IR will stop working.' % next_boot
-    elif worst:
-        summary = worst[0]['summary']
-    else:
-        summary = 'IR transmitters are not affected (%s).' % '; '.join(i['summary'] for i in instances[:2])
-    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(_SELF, 'ok', _summary(instances, kernels, pwm_tx, overlays), evidence=evidence, instances=instances)

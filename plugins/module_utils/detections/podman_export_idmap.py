@@ -19,24 +19,24 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
 ID = 'podman_export_idmap'
+GROUP = 'podman'
+# The module user's own containers need no root; other users' (setting users) do.
+APPLIES = {'image': False, 'binary': 'podman', 'root': None}
 TITLE = 'podman export and podman cp of an ID-mapped container write every owner shifted, exit 0'
 REFERENCES = [
     'https://github.com/containers/podman/issues/29856',
     'https://github.com/containers/podman/pull/29899',
 ]
-REMEDIATION = {
-    'role': None,
-    'module': 'homelab.postmortem.podman_safe_export',
-    'vars': {},
-    'manual': [
+REMEDIATION = make_remediation(
+    module='homelab.postmortem.podman_safe_export',
+    manual=[
         'Export through a commit: homelab.postmortem.podman_safe_export (commit, create a plain container '
         'from the image, export that, check the owners, remove the temporaries).',
         'By hand: podman commit CTR tmp-export; c=$(podman create tmp-export); podman export "$c" > CTR.tar; '
@@ -44,15 +44,18 @@ REMEDIATION = {
         'Check any archive before trusting it: tar tvf CTR.tar etc/passwd must show 0/0.',
         'An archive already made this way cannot be fixed by adding an offset; export it again through a commit.',
     ],
-}
+    disruption='none',
+)
 PROBES = ('export_owners',)
 SETTINGS = {
-    # Users whose rootless containers are checked besides the one the module runs as (needs root).
-    'users': [],
-    # The probe's bounds: containers exported per user, seconds and bytes per export.
-    'probe_max_containers': 5,
-    'probe_timeout': 60,
-    'probe_max_bytes': 512 * 1024 * 1024,
+    'users': {'type': 'list', 'elements': 'str', 'default': [],
+              'description': 'Users whose rootless containers are checked besides the one the module runs as (needs root).'},
+    'probe_max_containers': {'type': 'int', 'default': 5, 'min': 0, 'max': 1000,
+                             'description': 'Containers the export_owners probe exports per user.'},
+    'probe_timeout': {'type': 'int', 'default': 60, 'min': 1, 'max': 3600,
+                      'description': 'Seconds one probe export may take.'},
+    'probe_max_bytes': {'type': 'int', 'default': 512 * 1024 * 1024, 'min': 1024,
+                        'description': 'Bytes of one export the probe reads at most.'},
 }
 
 _SELF = sys.modules[__name__]
@@ -115,14 +118,10 @@ def _user_instances(ctx, cli, settings):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    if not ctx.live:
-        return make_finding(_SELF, 'not_applicable', 'Image audit (root=%s): containers are only read on a live host.' % ctx.root)
     clis = podman.users_to_check(ctx, settings.get('users'))
-    if clis[0].binary is None:
-        return make_finding(_SELF, 'not_applicable', 'podman is not installed.')
     instances, users = [], []
     for cli in clis:
-        if cli.user and os.geteuid() != 0:
+        if cli.user and not ctx.is_root:
             instances.append(instance('podman of %s' % cli.user, 'unknown',
                                       "Reading %s's containers needs root (become: true)." % cli.user))
             continue

@@ -19,34 +19,36 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
 ID = 'podman_restart_userns'
+GROUP = 'podman'
+APPLIES = {'image': False, 'binary': 'podman', 'root': 'rootful containers and their events belong to root'}
 TITLE = 'Rootful podman restarts an ID-mapped container once on an AppArmor host, then gives up'
 REFERENCES = [
     'https://github.com/containers/podman/issues/29925',
     'https://docs.podman.io/en/latest/markdown/podman-systemd.unit.5.html',
 ]
-REMEDIATION = {
-    'role': 'homelab.postmortem.podman_quadlet',
-    'vars': {'podman_quadlet_from_findings': True},
-    'manual': [
+REMEDIATION = make_remediation(
+    role='homelab.postmortem.podman_quadlet',
+    role_vars={'podman_quadlet_from_findings': True},
+    manual=[
         'Let systemd do the restarting: convert the container to a Quadlet .container unit with the same '
         'UIDMap=/GIDMap= and Restart=always in [Service] (the role homelab.postmortem.podman_quadlet does this).',
         'Start a STUCK container again by hand (podman start NAME); it will stop again at its next exit until converted.',
         'Trade-off, not a fix: --security-opt apparmor=unconfined removes the AppArmor confinement.',
         'Create containers with podman --syslog so the cleanup failure reaches the journal.',
     ],
-}
+    disruption='restart',
+)
 PROBES = ()
 SETTINGS = {
-    # First podman version with the fix; None while upstream has none.
-    'fixed_in': None,
+    'fixed_in': {'type': 'version', 'default': None,
+                 'description': 'First podman version with the fix; unset while upstream has none.'},
 }
 
 _SELF = sys.modules[__name__]
@@ -139,19 +141,9 @@ def _container_instance(cli, container, host):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    if not ctx.live:
-        return make_finding(_SELF, 'not_applicable', 'Image audit (root=%s): containers are only read on a live host.' % ctx.root)
     cli = podman.cli_for(ctx)
-    if cli.binary is None:
-        return make_finding(_SELF, 'not_applicable', 'podman is not installed.')
-    if os.geteuid() != 0:
-        return make_finding(_SELF, 'unknown', 'Rootful containers belong to root: run the audit with become: true.',
-                            evidence={'user': cli.label})
-    try:
-        info = cli.info()
-        containers = cli.containers()
-    except podman.PodmanProblem as exc:
-        return make_finding(_SELF, 'error', str(exc))
+    info = cli.info()
+    containers = cli.containers()
     enabled, apparmor_text = podman.apparmor_state(ctx)
     fixed_in = settings.get('fixed_in')
     version = hostio.version_tuple(info['version'] or '')

@@ -187,7 +187,7 @@ def supervisor(ctx, process):
     return result
 
 
-def instances(ctx):
+def processes(ctx):
     """Running llama-server processes (read once per audit run)."""
     return ctx.processes('llama-server', is_llama_server)
 
@@ -234,8 +234,8 @@ def preset_value(sections, section, option):
 def preset_paths(ctx, settings_paths):
     """Preset files named by running routers, plus those the user listed."""
     paths = {}
-    processes, _problems = instances(ctx)
-    for process in processes:
+    running, _problems = processes(ctx)
+    for process in running:
         value, _source = resolve(MODELS_PRESET, process.argv, process.environ() or {})
         if value:
             if not os.path.isabs(value):
@@ -256,12 +256,12 @@ def collect(ctx, preset_path_setting, process_instance, preset_instances=None):
     Returns (instances, evidence) where evidence counts the processes and
     carries /proc problems. Shared by the llama_* detections.
     """
-    processes, problems = instances(ctx)
-    found = [process_instance(ctx, p) for p in processes]
+    running, problems = processes(ctx)
+    found = [process_instance(ctx, p) for p in running]
     if preset_instances is not None:
         for path, routers in sorted(preset_paths(ctx, preset_path_setting).items()):
             found.extend(preset_instances(ctx, path, routers))
-    evidence = {'llama_server_processes': len(processes)}
+    evidence = {'llama_server_processes': len(running)}
     if problems:
         evidence['proc_problems'] = problems[:20]
     return found, evidence

@@ -13,17 +13,18 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
-import pwd
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 # Restart policy names podman accepts; '' and 'no'/'never' mean none.
 RESTARTING_POLICIES = ('always', 'unless-stopped', 'on-failure')
 STOPPED_STATES = ('exited', 'stopped')
+# Containers per ``podman container inspect``: far below any argument-list limit.
+INSPECT_BATCH = 200
 
 
-class PodmanProblem(Exception):
+class PodmanProblem(HostInputError):
     pass
 
 
@@ -40,16 +41,18 @@ def first_line(text):
 class PodmanCli(object):
     """podman for one user: None is the user the module runs as."""
 
-    def __init__(self, ctx, user=None):
+    def __init__(self, ctx, user=None, steps=None):
         self.ctx = ctx
         self.user = user
+        # Remediation modules pass a list: every command run is recorded for the task's result.
+        self.steps = steps
         self.binary = ctx.which('podman')
         self._info = None
         self._containers = None
 
     @property
     def label(self):
-        return self.user or ('root' if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name)
+        return self.user or self.ctx.user_name
 
     def command(self, args):
         if self.binary is None:
@@ -74,12 +77,20 @@ class PodmanCli(object):
         split = cmd.index('--') + 1
         return cmd[:split] + ['sh', '-c', '"$@" | cat', 'sh'] + cmd[split:]
 
-    def run(self, args, what):
-        rc, out, err = self.ctx.run_command(self.command(args))
-        if rc != 0:
-            raise PodmanProblem('podman %s as %s failed (rc %s): %s'
+    def execute(self, args, what, check=True):
+        """(rc, stdout, stderr) of podman ``args``; with ``check`` a failure is a PodmanProblem
+        that says ``what`` failed, as whom, and podman's own reason."""
+        cmd = self.command(args)
+        if self.steps is not None:
+            self.steps.append(' '.join(cmd))
+        rc, out, err = self.ctx.run_command(cmd)
+        if check and rc != 0:
+            raise PodmanProblem('%s as %s failed (rc %s): %s'
                                 % (what, self.label, rc, first_line(err) or first_line(out) or 'no output'))
-        return out
+        return rc, out, err
+
+    def run(self, args, what):
+        return self.execute(args, 'podman %s' % what)[1]
 
     def json(self, args, what):
         out = self.run(args, what)
@@ -121,7 +132,12 @@ class PodmanCli(object):
         found = []
         # A container removed between ps and inspect makes inspect fail; retry one by one then.
         try:
-            found = self.json(['container', 'inspect'] + ids, 'container inspect')
+            for start in range(0, len(ids), INSPECT_BATCH):
+                batch = self.json(['container', 'inspect'] + ids[start:start + INSPECT_BATCH], 'container inspect')
+                if not isinstance(batch, list):
+                    raise PodmanProblem('podman container inspect as %s printed %s, not a list'
+                                        % (self.label, type(batch).__name__))
+                found.extend(batch)
         except PodmanProblem:
             found = []
             for cid in ids:

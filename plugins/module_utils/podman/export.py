@@ -17,6 +17,7 @@ import tarfile
 import threading
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 # Files that belong to root in every ordinary Linux image: a single one that is
 # not 0/0 proves the archive's owners are shifted.
@@ -24,7 +25,7 @@ ROOT_OWNED = ('etc/passwd', 'etc/group', 'usr/bin/su', 'bin/su')
 STOP_AFTER = 'usr/bin/su'
 
 
-class StreamProblem(Exception):
+class StreamProblem(HostInputError):
     pass
 
 

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 
 QUADLET_MIN = (4, 4)
@@ -83,7 +84,7 @@ DEFAULT_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bi
 RESTART_MAP = {'always': 'always', 'unless-stopped': 'always', 'on-failure': 'on-failure'}
 
 
-class ConversionProblem(Exception):
+class ConversionProblem(HostInputError):
     pass
 
 

@@ -1,0 +1,177 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one way host-side code runs a command: bounded in time and in output.
+
+Our failure class is the wedged host: a ``podman ps`` waiting on a storage
+lock, a ``systemctl`` talking to a stuck systemd. Every command therefore has a
+timeout (``command_timeout``), every detection a time budget
+(``detection_timeout``) that its commands share, and a command's output is read
+incrementally up to a bound. A command runs in its own process group, and the
+whole group is killed when it times out, so a shell pipeline or a ``runuser``
+cannot leave its children behind. Failures are HostInputErrors: the detection
+that ran the command gets a finding that names the command and the limit.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import os
+import select
+import signal
+import subprocess
+import time
+
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import CommandFailed, CommandTimeout, HostInputError
+
+DEFAULT_COMMAND_TIMEOUT = 30
+DEFAULT_DETECTION_TIMEOUT = 300
+MAX_OUTPUT_BYTES = 32 * 1024 * 1024
+# The environment every command gets on top of the module's: stable, unpaged, untranslated output.
+COMMAND_ENV = {'LC_ALL': 'C', 'LANG': 'C', 'SYSTEMD_PAGER': '', 'PAGER': 'cat',
+               'PODMAN_IGNORE_CGROUPSV1_WARNING': '1'}
+
+
+class OutputTooLarge(HostInputError):
+    pass
+
+
+def decode(data):
+    """Bytes from a host tool as text that is always valid UTF-8 (undecodable bytes as \\xNN)."""
+    return data.decode('utf-8', 'backslashreplace')
+
+
+def describe(cmd):
+    """A command for a message: the program's base name and the first arguments."""
+    words = [os.path.basename(str(cmd[0]))] + [str(w) for w in cmd[1:4]]
+    text = ' '.join(words)
+    return text + (' ...' if len(cmd) > 4 else '')
+
+
+def kill_group(proc):
+    """Kill ``proc`` and everything it started (it leads its own process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        try:
+            proc.kill()
+        except OSError:
+            pass
+
+
+class CommandRunner(object):
+    """Runs commands for one module run.
+
+    ``timeout``: seconds one command may take. ``budget()`` opens a time budget
+    that every command inside it shares (the registry opens one per detection).
+    """
+
+    def __init__(self, timeout=DEFAULT_COMMAND_TIMEOUT, max_output=MAX_OUTPUT_BYTES, env_update=None):
+        self.timeout = timeout
+        self.max_output = max_output
+        self.env = dict(os.environ)
+        self.env.update(COMMAND_ENV)
+        self.env.update(env_update or {})
+        self._deadline = None
+        self._budget_seconds = None
+
+    def budget(self, seconds):
+        return _Budget(self, seconds)
+
+    def limit(self, timeout=None):
+        """(seconds this command may take, what limits it) under the command limit and the budget."""
+        seconds = self.timeout if timeout is None else min(timeout, self.timeout)
+        why = '%s s (command_timeout)' % _num(seconds)
+        if self._deadline is not None:
+            left = self._deadline - time.monotonic()
+            if left <= 0:
+                return 0, 'the detection time budget of %s s (detection_timeout)' % _num(self._budget_seconds)
+            if left < seconds:
+                seconds = left
+                why = 'the detection time budget of %s s (detection_timeout)' % _num(self._budget_seconds)
+        return seconds, why
+
+    def spawn(self, cmd, env=None, stdin=None):
+        """Start ``cmd`` in its own process group with pipes for stdout and stderr."""
+        full_env = dict(self.env)
+        full_env.update(env or {})
+        try:
+            return subprocess.Popen([str(c) for c in cmd], stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=full_env,
+                                    close_fds=True, start_new_session=True)
+        except OSError as exc:
+            if exc.errno == errno.E2BIG:
+                raise CommandFailed('cannot run %s: its argument list is too long (%d arguments)' % (describe(cmd), len(cmd)))
+            raise CommandFailed('cannot run %s: %s' % (describe(cmd), exc.strerror or exc))
+
+    def run(self, cmd, timeout=None, env=None):
+        """(rc, stdout, stderr) as text. Raises CommandTimeout, CommandFailed, OutputTooLarge."""
+        seconds, why = self.limit(timeout)
+        if seconds <= 0:
+            raise CommandTimeout('%s was not run: %s is used up' % (describe(cmd), why))
+        proc = self.spawn(cmd, env)
+        out, err = [], []
+        sizes = {proc.stdout: 0, proc.stderr: 0}
+        sinks = {proc.stdout: out, proc.stderr: err}
+        open_pipes = [proc.stdout, proc.stderr]
+        deadline = time.monotonic() + seconds
+        try:
+            while open_pipes:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise CommandTimeout('%s did not finish within %s' % (describe(cmd), why))
+                ready, _w, _x = select.select(open_pipes, [], [], left)
+                for pipe in ready:
+                    chunk = os.read(pipe.fileno(), 65536)
+                    if not chunk:
+                        open_pipes.remove(pipe)
+                        continue
+                    sizes[pipe] += len(chunk)
+                    if sizes[pipe] > self.max_output:
+                        raise OutputTooLarge('%s printed more than %d MiB; stopped reading it'
+                                             % (describe(cmd), self.max_output // (1024 * 1024)))
+                    sinks[pipe].append(chunk)
+            rc = _wait(proc, deadline)
+            if rc is None:
+                raise CommandTimeout('%s did not finish within %s' % (describe(cmd), why))
+        except BaseException:
+            kill_group(proc)
+            proc.wait()
+            raise
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+        return rc, decode(b''.join(out)), decode(b''.join(err))
+
+
+class _Budget(object):
+    def __init__(self, runner, seconds):
+        self.runner = runner
+        self.seconds = seconds
+
+    def __enter__(self):
+        self.saved = (self.runner._deadline, self.runner._budget_seconds)
+        self.runner._deadline = time.monotonic() + self.seconds
+        self.runner._budget_seconds = self.seconds
+        return self
+
+    def __exit__(self, *exc):
+        self.runner._deadline, self.runner._budget_seconds = self.saved
+        return False
+
+
+def _wait(proc, deadline):
+    """The exit code, or None when the process outlives the deadline with its pipes closed."""
+    while True:
+        rc = proc.poll()
+        if rc is not None:
+            return rc
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.01)
+
+
+def _num(seconds):
+    return ('%d' % seconds) if float(seconds).is_integer() else ('%.1f' % seconds)
