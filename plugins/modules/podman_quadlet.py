@@ -224,41 +224,55 @@ def _read(path):
         raise Failed(str(problem))
 
 
-def convert(conv):
-    params = conv.params
-    name = params['name']
-    unit_name = params['unit_name'] or name
-    service = '%s.service' % unit_name
-    unit_path = os.path.join(params['unit_dir'], '%s.container' % unit_name)
-    conv.result.update(unit_path=unit_path, service=service)
+class Target(object):
+    """What one conversion works on: the container, its unit file and service."""
+
+    def __init__(self, params):
+        self.name = params['name']
+        self.unit_name = params['unit_name'] or self.name
+        self.service = '%s.service' % self.unit_name
+        self.unit_path = os.path.join(params['unit_dir'], '%s.container' % self.unit_name)
+        self.before = None
+        self.container = None
+        self.version = None
+
+
+def _preconditions(conv, target):
+    """Checks before anything is planned; returns False when there is nothing to do."""
     if conv.cli.binary is None:
         raise Failed('podman is not installed')
     if not conv.ctx.is_root:
         raise Failed('converting rootful containers needs root (become: true)')
     info = conv.cli.info()
-    version = hostio.version_tuple(info['version'] or '')
-    if version is None or version < quadlet.QUADLET_MIN:
+    target.version = hostio.version_tuple(info['version'] or '')
+    if target.version is None or target.version < quadlet.QUADLET_MIN:
         raise Failed('podman %s has no Quadlet (it needs podman 4.4 or later); convert by hand or upgrade podman'
                      % info['version'])
-    before = _read(unit_path)
-    container = conv.inspect(name)
+    name, service = target.name, target.service
+    target.before = _read(target.unit_path)
+    target.container = container = conv.inspect(name)
     if container is None:
-        if before is not None:
-            conv.result['msg'] = 'no container %s, but %s exists: already converted' % (name, unit_path)
+        if target.before is not None:
+            conv.result['msg'] = 'no container %s, but %s exists: already converted' % (name, target.unit_path)
             return False
         raise Failed('no container named %s' % name)
-    if container.quadlet_unit == service and before is not None:
-        conv.result['msg'] = '%s is already run by %s (%s)' % (name, service, unit_path)
+    if container.quadlet_unit == service and target.before is not None:
+        conv.result['msg'] = '%s is already run by %s (%s)' % (name, service, target.unit_path)
         return False
     if container.quadlet_unit:
         raise Failed('%s is already run by systemd unit %s; it is not converted again' % (name, container.quadlet_unit))
     if container.status in ('paused', 'removing'):
         raise Failed('%s is %s; convert it when it is running or stopped' % (name, container.status))
     state = conv.service_state(service)
-    if state.get('LoadState') == 'loaded' and before is None:
+    if state.get('LoadState') == 'loaded' and target.before is None:
         raise Failed('%s already exists (%s) and Quadlet did not generate it; choose another unit_name'
                      % (service, state.get('FragmentPath') or 'unknown path'))
+    return True
 
+
+def _build_unit(conv, target):
+    """The unit text (validated by the generator's dry run) and the image to commit to, if any."""
+    params, container, name = conv.params, target.container, target.name
     rc, out = conv.podman(['diff', '--format', 'json', container.id], 'podman diff')
     changes = quadlet_convert.layer_changes(conv.module.from_json(out or '{}'), container)
     conv.result['layer_changes'] = changes
@@ -273,48 +287,34 @@ def convert(conv):
         rc, out = conv.podman(['image', 'inspect', container.raw.get('Image') or container.image], 'podman image inspect')
         image_config = (conv.module.from_json(out or '[{}]') or [{}])[0].get('Config') or {}
     try:
-        text, notes, source = quadlet_convert.build(container, version, image_config, image,
+        text, notes, source = quadlet_convert.build(container, target.version, image_config, image,
                                                     restart_sec=params['restart_sec'],
                                                     unconfined=params['apparmor_unconfined'])
     except quadlet.ConversionProblem as exc:
         raise Failed('%s cannot be converted: %s' % (name, exc))
     conv.result.update(unit=text, notes=notes, source=source)
-    conv.result['diff'] = {'before': before or '', 'after': text, 'before_header': unit_path, 'after_header': unit_path}
+    conv.result['diff'] = {'before': target.before or '', 'after': text,
+                           'before_header': target.unit_path, 'after_header': target.unit_path}
 
     generator = params['quadlet_generator'] or quadlet.find_generator(conv.module.get_bin_path)
     if generator is None:
         raise Failed('no Quadlet generator found (/usr/libexec/podman/quadlet); set quadlet_generator')
     conv.steps.append('%s -dryrun (unit in a temporary directory)' % generator)
-    ok, generated, messages = quadlet.dry_run(generator, '%s.container' % unit_name, text)
+    ok, generated, messages = quadlet.dry_run(generator, '%s.container' % target.unit_name, text, runner=conv.ctx.runner)
     exec_start = [line for line in generated.splitlines() if line.startswith('ExecStart=')]
     conv.result['generated_exec_start'] = exec_start[0] if exec_start else ''
     if not ok:
         raise Failed('the Quadlet generator rejected the unit for %s: %s' % (name, messages or 'no service generated'))
+    return text, image
 
-    running = container.status == 'running'
-    plan = []
-    if image:
-        plan.append('podman commit %s %s' % (name, image))
-    plan += ['write %s' % unit_path, 'systemctl daemon-reload']
-    if running:
-        plan.append('podman stop %s' % name)
-    aside = '%s-pre-quadlet-%s' % (name, container.id[:12])
-    plan += ['podman rename %s %s' % (name, aside), 'systemctl start %s' % service,
-             'check %s is active and container %s runs' % (service, name), 'podman rm %s (volumes kept)' % aside]
-    if running and not params['replace_running']:
-        conv.result['skipped_reason'] = ('%s is running; converting it restarts it. Set replace_running: true '
-                                         '(podman_quadlet_replace_running) to convert it.' % name)
-        conv.steps.extend('would: %s' % step for step in plan)
-        conv.module.warn(conv.result['skipped_reason'])
-        return False
-    if conv.module.check_mode:
-        conv.steps.extend('would: %s' % step for step in plan)
-        return True
 
+def _swap(conv, target, text, image, aside, running):
+    """Commit, write the unit, and replace the container by the service; roll back on failure."""
+    name, service, unit_path = target.name, target.service, target.unit_path
     if image:
         conv.podman(['commit', '--quiet', name, image], 'podman commit')
         conv.result['committed_image'] = image
-    backups = write_all(conv.module, [(unit_path, before, text)], params['backup'])
+    backups = write_all(conv.module, [(unit_path, target.before, text)], conv.params['backup'])
     if backups:
         conv.result['backup_file'] = backups[0]
     conv.steps.append('wrote %s' % unit_path)
@@ -326,11 +326,38 @@ def convert(conv):
         conv.podman(['rename', name, aside], 'podman rename')
         switched = True
         conv.systemctl(['start', service], 'systemctl start %s' % service)
-        _wait_running(conv, service, name, params['start_timeout'])
+        _wait_running(conv, service, name, conv.params['start_timeout'])
     except HostInputError as exc:
-        _roll_back(conv, service, unit_path, before, switched, name, aside, running)
+        _roll_back(conv, service, unit_path, target.before, switched, name, aside, running)
         raise Failed('%s; everything was put back as it was%s' % (exc, _journal(conv, service)))
     conv.podman(['rm', aside], 'podman rm of the old container')
+
+
+def convert(conv):
+    target = Target(conv.params)
+    conv.result.update(unit_path=target.unit_path, service=target.service)
+    if not _preconditions(conv, target):
+        return False
+    text, image = _build_unit(conv, target)
+    name, container = target.name, target.container
+    running = container.status == 'running'
+    aside = '%s-pre-quadlet-%s' % (name, container.id[:12])
+    plan = ['podman commit %s %s' % (name, image)] if image else []
+    plan += ['write %s' % target.unit_path, 'systemctl daemon-reload']
+    if running:
+        plan.append('podman stop %s' % name)
+    plan += ['podman rename %s %s' % (name, aside), 'systemctl start %s' % target.service,
+             'check %s is active and container %s runs' % (target.service, name), 'podman rm %s (volumes kept)' % aside]
+    if running and not conv.params['replace_running']:
+        conv.result['skipped_reason'] = ('%s is running; converting it restarts it. Set replace_running: true '
+                                         '(podman_quadlet_replace_running) to convert it.' % name)
+        conv.steps.extend('would: %s' % step for step in plan)
+        conv.module.warn(conv.result['skipped_reason'])
+        return False
+    if conv.module.check_mode:
+        conv.steps.extend('would: %s' % step for step in plan)
+        return True
+    _swap(conv, target, text, image, aside, running)
     return True
 
 

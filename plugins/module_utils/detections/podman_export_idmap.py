@@ -63,7 +63,8 @@ _SELF = sys.modules[__name__]
 
 def _probe(cli, container, settings):
     found, read = podman_export.owners_of_command(
-        cli.stream_command(['export', container.id]), int(settings['probe_timeout']), int(settings['probe_max_bytes']))
+        cli.stream_command(['export', container.id]), settings['probe_timeout'], settings['probe_max_bytes'],
+        runner=cli.ctx.runner)
     owners = dict((path, '%d/%d' % (o['uid'], o['gid'])) for path, o in sorted(found.items()))
     return owners, podman_export.shifted(found), read
 

@@ -12,12 +12,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import subprocess
 import tarfile
 import threading
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner, decode, kill_group
 
 # Files that belong to root in every ordinary Linux image: a single one that is
 # not 0/0 proves the archive's owners are shifted.
@@ -76,21 +76,23 @@ def shifted(found):
     return dict((path, owner) for path, owner in found.items() if (owner['uid'], owner['gid']) != (0, 0))
 
 
-def owners_of_command(cmd, timeout, limit, wanted=ROOT_OWNED):
+def owners_of_command(cmd, timeout, limit, wanted=ROOT_OWNED, runner=None):
     """Run ``cmd`` (which writes a tar to stdout) and read owners from its output.
 
-    The command is killed once the reader has what it needs, on timeout, or past
-    ``limit`` bytes. Returns (found, bytes_read).
+    The command's whole process group is killed once the reader has what it
+    needs, on timeout, or past ``limit`` bytes: ``runuser ... sh -c 'podman
+    export | cat'`` leaves nothing behind. Returns (found, bytes_read).
     """
+    runner = runner or CommandRunner(timeout=timeout)
     try:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    except OSError as exc:
-        raise StreamProblem('cannot run %s: %s' % (cmd[0], exc))
+        proc = runner.spawn(cmd)
+    except HostInputError as exc:
+        raise StreamProblem(str(exc))
     expired = []
 
     def expire():
         expired.append(True)
-        proc.kill()
+        kill_group(proc)
 
     timer = threading.Timer(timeout, expire)
     timer.start()
@@ -102,10 +104,9 @@ def owners_of_command(cmd, timeout, limit, wanted=ROOT_OWNED):
         problem = exc
     finally:
         timer.cancel()
-        if proc.poll() is None:
-            proc.kill()
+        kill_group(proc)
         proc.stdout.close()
-        err = proc.stderr.read(4096).decode('utf-8', 'replace')
+        err = decode(proc.stderr.read(4096))
         proc.stderr.close()
         proc.wait()
     if expired:

@@ -19,9 +19,9 @@ __metaclass__ = type
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
 
 QUADLET_MIN = (4, 4)
@@ -363,26 +363,21 @@ def find_generator(which, candidates=('/usr/libexec/podman/quadlet', '/usr/lib/p
     return which('quadlet')
 
 
-def dry_run(generator, filename, text, timeout=30):
+def dry_run(generator, filename, text, timeout=30, runner=None):
     """Run the Quadlet generator on the unit alone; (ok, generated service text, messages)."""
+    runner = runner or CommandRunner(timeout=timeout)
     workdir = tempfile.mkdtemp(prefix='postmortem-quadlet-')
     try:
         with open(os.path.join(workdir, filename), 'w') as handle:
             handle.write(text)
-        env = dict(os.environ, QUADLET_UNIT_DIRS=workdir)
-        proc = subprocess.Popen([generator, '-dryrun'], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         try:
-            out, err = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            return False, '', 'the Quadlet generator did not finish within %d s' % timeout
+            returncode, out, err = runner.run([generator, '-dryrun'], timeout=timeout, env={'QUADLET_UNIT_DIRS': workdir})
+        except HostInputError as exc:
+            return False, '', 'the Quadlet generator: %s' % exc
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    out = out.decode('utf-8', 'replace')
-    err = err.decode('utf-8', 'replace')
     messages = [line for line in err.splitlines() if line.strip() and 'Loading source unit file' not in line]
     service = filename.rsplit('.', 1)[0] + '.service'
-    ok = proc.returncode == 0 and ('---%s---' % service) in out and not any(
+    ok = returncode == 0 and ('---%s---' % service) in out and not any(
         'unsupported' in m.lower() or 'error' in m.lower() for m in messages)
     return ok, out, '\n'.join(messages)

@@ -17,8 +17,9 @@ __metaclass__ = type
 
 import os
 import re
-import subprocess
 import tempfile
+
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 # 10 ms pulse, 10 ms space, 10 ms pulse: 30 ms, far under LIRC's 500 ms limit.
 TEST_CODE = (('pulse', 10000), ('space', 10000), ('pulse', 10000))
@@ -137,7 +138,7 @@ def probe(ctx, transmitter, pin=None):
     driver = transmitter.get('driver')
     if driver not in EVENTS:
         return {'verdict': 'unknown', 'reason': 'driver %s is not one this probe can trace' % driver}
-    if os.geteuid() != 0:
+    if not ctx.is_root:
         return {'verdict': 'unknown', 'reason': 'the ir_tx_trace probe needs root (become: true)'}
     if not transmitter.get('lirc'):
         return {'verdict': 'unknown', 'reason': '%s has no lirc device to send with' % transmitter.get('rc')}
@@ -166,16 +167,12 @@ def probe(ctx, transmitter, pin=None):
             out.write(''.join('%s %d\n' % c for c in TEST_CODE))
         cmd = [ir_ctl, '-d', device, '--carrier=%d' % CARRIER_HZ, '--send=%s' % code_file]
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            out, err = proc.communicate(timeout=SEND_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            return dict(evidence, verdict='unknown', reason='ir-ctl did not finish within %d s' % SEND_TIMEOUT_S)
-        evidence['ir_ctl_rc'] = proc.returncode
-        if proc.returncode != 0:
-            return dict(evidence, verdict='unknown', reason='ir-ctl failed (rc %d): %s'
-                        % (proc.returncode, (err or out).decode('utf-8', 'replace').strip()[:200]))
+            rc, out, err = ctx.runner.run(cmd, timeout=SEND_TIMEOUT_S)
+        except HostInputError as exc:
+            return dict(evidence, verdict='unknown', reason=str(exc))
+        evidence['ir_ctl_rc'] = rc
+        if rc != 0:
+            return dict(evidence, verdict='unknown', reason='ir-ctl failed (rc %d): %s' % (rc, (err or out).strip()[:200]))
         _write(enable, '0')
         with open(os.path.join(instance, 'trace')) as trace:
             text = trace.read(4 * 1024 * 1024)
