@@ -32,9 +32,25 @@ options:
     description:
       - 'Per-detection settings, keyed by detection id, for example
         C({"pi_ir_tx": {"fixed_in": "6.18.60"}}). Each detection''s page in C(docs/) lists
-        its settings and their defaults. Unknown ids or keys fail the task.'
+        its settings with their types and defaults.'
+      - Every setting is checked against its type before any detection runs; an unknown id or key,
+        or a value of the wrong type, fails the task once with a message that names the detection,
+        the key, the expected type and the known keys.
     type: dict
     default: {}
+  command_timeout:
+    description:
+      - Seconds one host command (C(podman ps), C(systemctl show), ...) may take. A command that takes
+        longer is killed with everything it started, and the detection that ran it reports C(unknown)
+        naming the command and the limit; the other detections still run.
+    type: int
+    default: 30
+  detection_timeout:
+    description:
+      - Seconds all host commands of one detection may take together; past it the detection reports
+        C(unknown). Give the audit task an Ansible C(timeout) above the sum as the last guard.
+    type: int
+    default: 300
 attributes:
   check_mode:
     support: full
@@ -52,7 +68,9 @@ attributes:
 notes:
   - Detections never change the host, and the module never reports C(changed).
   - Bad input on a host (an unreadable or binary config file, a process that exits while it
-    is read, a missing C(systemctl)) gives that finding the status C(error) or C(unknown)
-    with the reason in C(summary); the other detections still run.
+    is read, a tool that fails or prints nonsense) gives that finding the status C(error), and a
+    host command that does not answer in time the status C(unknown), with the reason in
+    C(summary); the other detections still run. A bug in the collection itself is an C(error)
+    that says so and names the exception.
   - Host-side code uses only the Python standard library.
 '''

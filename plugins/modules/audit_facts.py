@@ -20,11 +20,14 @@ description:
 options:
   checks:
     description:
-      - Detection ids to run, like C(gather_subset). C(all) runs every detection; C(!id)
-        excludes one. A list of only exclusions means all but those.
+      - Detection ids or groups to run, like C(gather_subset). C(all) runs every detection; a group
+        runs its detections; C(!id) or C(!group) excludes them. A list of only exclusions means all
+        but those.
       - Known ids are C(pi_ir_tx), C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race),
         C(podman_restart_userns) and C(podman_export_idmap).
-      - An unknown id fails the task.
+      - Groups are C(pi) (C(pi_ir_tx)), C(llama) (C(llama_lora_cache), C(llama_spec_logprobs),
+        C(llama_sleep_race)) and C(podman) (C(podman_restart_userns), C(podman_export_idmap)).
+      - An unknown id or group fails the task before any detection runs.
     type: list
     elements: str
     default: [all]
@@ -41,6 +44,12 @@ EXAMPLES = r'''
 - name: Everything but the Raspberry Pi check
   homelab.postmortem.audit_facts:
     checks: ['!pi_ir_tx']
+
+- name: Only the podman detections, with a shorter limit per command
+  homelab.postmortem.audit_facts:
+    checks: [podman]
+    command_timeout: 10
+  become: true
 
 - name: Audit an SD-card image before it is flashed
   homelab.postmortem.audit_facts:
@@ -118,6 +127,14 @@ ansible_facts:
         root:
           description: Filesystem root that was audited.
           type: str
+          returned: always
+        command_timeout:
+          description: Seconds one host command was allowed.
+          type: int
+          returned: always
+        detection_timeout:
+          description: Seconds each detection's commands were allowed together.
+          type: int
           returned: always
         live:
           description: Whether the running system was read (false when auditing an image through I(root)).

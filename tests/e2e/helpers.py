@@ -62,7 +62,7 @@ class AuditRun:
         return self.host(host)['findings'][check]
 
 
-def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300):
+def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=None):
     tmp_path.mkdir(parents=True, exist_ok=True)
     inventory_path = tmp_path / 'inventory.json'
     inventory_path.write_text(json.dumps(inventory))
@@ -71,8 +71,8 @@ def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300):
     variables.update(extra_vars or {})
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), 'homelab.postmortem.audit', '-i', str(inventory_path),
            '-e', json.dumps(variables)] + list(args)
-    proc = subprocess.run(cmd, env=ansible_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=timeout,
-                          check=False)
+    proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=timeout, check=False)
     return AuditRun(proc, report_dir)
 
 
