@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write the generated part of each docs/<id>.md from the detection's own declarations.
 
 The block between BEGIN and END markers (under "## Where it runs and settings")
@@ -6,7 +5,7 @@ is made from GROUP, APPLIES, PROBES, REMEDIATION['disruption'] and the SETTINGS
 spec, so the settings documentation cannot drift from what audit_facts
 validates. tests/unit/test_detection_contract.py fails when a page is stale.
 
-Usage: scripts/gen_detection_docs.py [--check]
+Usage: .venv/bin/python scripts/gen_detection_docs.py [--check]
 """
 import json
 import os
@@ -56,8 +55,8 @@ def render(detection, describe_type):
         lines.append('| setting | type | default | meaning |')
         lines.append('| --- | --- | --- | --- |')
         for key, entry in sorted(detection.SETTINGS.items()):
-            lines.append('| `%s` | %s | %s | %s |' % (key, describe_type(entry), _default(entry.get('default')),
-                                                     entry['description']))
+            row = (key, describe_type(entry), _default(entry.get('default')), entry['description'])
+            lines.append('| `%s` | %s | %s | %s |' % row)
     else:
         lines.append('No settings.')
     lines += ['', END]

@@ -56,10 +56,6 @@ def worst_status(statuses, default='not_applicable'):
     return default if worst is None else worst
 
 
-def status_at_least(status, threshold):
-    return STATUS_RANK[status] >= STATUS_RANK[threshold]
-
-
 def instance(name, status, summary, evidence=None):
     """One thing a detection looked at: a process, a container, a config line."""
     if status not in STATUS_RANK:

@@ -136,4 +136,3 @@ def run(ctx, detections):
         findings[detection.ID] = run_one(ctx, detection)
         timings[detection.ID] = round((time.time() - started) * 1000.0, 1)
     return findings, timings
-

@@ -64,14 +64,6 @@ class UnitFile(object):
         values = [e for e in self.entries if e.section == section and e.key == key]
         return values[-1] if values else None
 
-    def exec_starts(self, section='Service', key='ExecStart'):
-        """The entries in effect after resets (an empty value clears the list)."""
-        effective = []
-        for entry in self.entries:
-            if entry.section == section and entry.key == key:
-                effective = [] if entry.value == '' else effective + [entry]
-        return effective
-
 
 def line_ending(text):
     return '\r\n' if '\r\n' in text else '\n'

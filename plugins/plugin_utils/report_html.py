@@ -177,11 +177,19 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
       return li;
     });
     var remediation = f.remediation || {};
-    if (remediation.role) {
+    var automated = remediation.role || remediation.module;
+    if (automated) {
       box.appendChild(el("h3", {}, "Fix"));
-      box.appendChild(el("p", {}, "Role " + remediation.role + (remediation.vars ? " with " + JSON.stringify(remediation.vars) : "")));
+      if (remediation.role) {
+        var roleVars = remediation.vars && Object.keys(remediation.vars).length ? " with " + JSON.stringify(remediation.vars) : "";
+        box.appendChild(el("p", {}, "Role " + remediation.role + roleVars));
+      }
+      if (remediation.module) { box.appendChild(el("p", {}, "Module " + remediation.module)); }
     }
-    addList(box, remediation.role ? "Manual steps" : "Fix", remediation.manual, function (m) { return el("li", {}, m); });
+    if (remediation.disruption) {
+      box.appendChild(el("p", {"class": "disruption"}, "Disruption: " + remediation.disruption));
+    }
+    addList(box, automated ? "Manual steps" : "Fix", remediation.manual, function (m) { return el("li", {}, m); });
     addList(box, "References", f.references, function (r) {
       var li = el("li");
       if (/^https?:\\/\\//.test(r)) { li.appendChild(el("a", {href: r, rel: "noreferrer"}, r)); } else { li.textContent = r; }

@@ -73,6 +73,8 @@ def test_grid_details_and_status_filter(browser, report):
     details = browser.find_element(By.ID, 'details')
     assert details.get_attribute('data-host') == 'pi-image'
     assert 'gpio-ir-tx' in details.text  # the fix
+    assert 'Role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot":true}' in details.text
+    assert details.find_element(By.CSS_SELECTOR, 'p.disruption').text == 'Disruption: reboot'
     assert '"next_boot_kernel": "6.18.34+rpt-rpi-v8"' in details.find_element(By.CSS_SELECTOR, 'pre.evidence').text
 
     # Filter: only at_risk -> only the image host stays, other statuses are dimmed.

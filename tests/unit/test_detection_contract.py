@@ -100,7 +100,7 @@ def test_docs_page(detection):
     assert -1 not in positions, 'missing: %s' % [s for s, p in zip(SECTIONS, positions) if p == -1]
     assert positions == sorted(positions), 'sections out of order'
     assert GEN.updated(text, GEN.render(detection, settings.describe_type)) == text, \
-        'docs/%s.md is stale: run scripts/gen_detection_docs.py' % detection.ID
+        'docs/%s.md is stale: run .venv/bin/python scripts/gen_detection_docs.py' % detection.ID
 
 
 @pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)

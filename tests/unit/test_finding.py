@@ -40,9 +40,3 @@ def test_finding_takes_the_worst_instance_status_not_the_argument():
     assert set(result) == set(finding.FINDING_KEYS)
     assert result['references'] == FakeDetection.REFERENCES
     assert result['remediation'] == FakeDetection.REMEDIATION
-
-
-def test_status_at_least():
-    assert finding.status_at_least('affected', 'at_risk')
-    assert finding.status_at_least('at_risk', 'at_risk')
-    assert not finding.status_at_least('error', 'at_risk')

@@ -25,8 +25,12 @@ def apply(files, changes):
 
 
 def exec_argv(text):
-    entries = systemd_unit.UnitFile(text).exec_starts()
-    return [systemd_unit.split_command(e.value)[1] for e in entries]
+    """The ExecStart= command lines in effect after resets (an empty value clears the list)."""
+    effective = []
+    for entry in systemd_unit.UnitFile(text).entries:
+        if entry.section == 'Service' and entry.key == 'ExecStart':
+            effective = [] if entry.value == '' else effective + [entry]
+    return [systemd_unit.split_command(e.value)[1] for e in effective]
 
 
 def test_own_unit_in_place_with_continuations_quoting_and_comments():
