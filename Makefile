@@ -4,7 +4,8 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-REPO := $(abspath .)
+# CURDIR keeps a path with spaces whole (abspath would split it); recipes quote every path.
+REPO := $(CURDIR)
 VENV := $(REPO)/.venv
 BUILD := $(REPO)/build
 COLLECTIONS := $(BUILD)/collections
@@ -12,14 +13,19 @@ REPORT_DIR ?= $(REPO)/postmortem-report
 INVENTORY ?= $(REPO)/inventory/localhost.yml
 
 export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
-export CONTAINERS_CONF := $(BUILD)/containers.conf
 export POSTMORTEM_COLLECTIONS_PATH := $(COLLECTIONS)
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help audit test venv collection test-env units e2e sanity lint molecule bench clean
+# Only the test targets get the test machine's podman settings: what `make audit`
+# runs must see the host exactly as a user's own ansible-playbook would.
+TEST_TARGETS := test test-env units e2e sanity lint molecule bench
+$(TEST_TARGETS): export CONTAINERS_CONF := $(BUILD)/containers.conf
+
+.PHONY: help audit install test venv collection test-env units e2e sanity lint molecule bench clean
 
 help:
 	@echo "make audit   - set up and audit this machine (report in $(REPORT_DIR))"
+	@echo "make install - install the collection for your own ansible-playbook runs"
 	@echo "make test    - set up and run every test (unit, e2e, sanity, lint)"
 	@echo "make units | e2e | sanity | lint | molecule | bench"
 
@@ -30,8 +36,13 @@ collection: venv
 	@scripts/install-collection.sh
 
 audit: collection
-	$(VENV)/bin/ansible-playbook homelab.postmortem.audit -i $(INVENTORY) \
-		-e postmortem_report_dir=$(REPORT_DIR) $(AUDIT_ARGS)
+	@printf '==> %s\n' "ANSIBLE_COLLECTIONS_PATH='$(COLLECTIONS)' '$(VENV)/bin/ansible-playbook' homelab.postmortem.audit -i '$(INVENTORY)' -e '{\"postmortem_report_dir\": \"$(REPORT_DIR)\"}' $(AUDIT_ARGS)"
+	"$(VENV)/bin/ansible-playbook" homelab.postmortem.audit -i "$(INVENTORY)" \
+		-e '{"postmortem_report_dir": "$(REPORT_DIR)"}' $(AUDIT_ARGS)
+
+# Into the user's default collections path, so a plain ansible-playbook finds it.
+install: collection
+	@scripts/install-collection.sh --user
 
 # Everything the tests need: Debian packages (root), test Python packages,
 # podman's config and systemd image, llama-server and the model, containers.podman.
@@ -44,10 +55,10 @@ test-env: collection
 	@scripts/setup-test-collections.sh
 
 units: collection
-	$(VENV)/bin/python -m pytest tests/unit -q
+	"$(VENV)/bin/python" -m pytest tests/unit -q
 
 e2e: test-env
-	$(VENV)/bin/python -m pytest tests/e2e -q -p no:cacheprovider
+	"$(VENV)/bin/python" -m pytest tests/e2e -q -p no:cacheprovider
 
 sanity: test-env
 	@scripts/sanity.sh
@@ -59,13 +70,13 @@ molecule: test-env
 	@scripts/molecule.sh
 
 test: test-env
-	$(VENV)/bin/python -m pytest tests/unit tests/e2e -q -p no:cacheprovider -rs
+	"$(VENV)/bin/python" -m pytest tests/unit tests/e2e -q -p no:cacheprovider -rs
 	@scripts/sanity.sh
 	@scripts/lint.sh
 	@scripts/molecule.sh
 
 bench: test-env
-	$(VENV)/bin/python scripts/bench_audit.py
+	"$(VENV)/bin/python" scripts/bench_audit.py
 
 clean:
-	rm -rf $(BUILD) $(REPORT_DIR) .pytest_cache
+	rm -rf "$(BUILD)" "$(REPORT_DIR)" .pytest_cache

@@ -6,7 +6,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -23,6 +22,7 @@ ARGUMENT_SPEC = dict(
     result_var=dict(type='str', default='postmortem_gather'),
     formats=dict(type='list', elements='str', default=['json', 'junit', 'html'], choices=['json', 'junit', 'html']),
     fail_on=dict(type='str', default='never', choices=['never'] + list(STATUSES)),
+    fail_on_unaudited=dict(type='bool', default=True),
     print_summary=dict(type='bool', default=True),
 )
 
@@ -50,24 +50,33 @@ class ActionModule(ActionBase):
 
         checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS]
         report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION)
-        try:
-            paths = fleet_report.write(report, args['dest'], args['formats'])
-        except (IOError, OSError) as exc:
-            raise AnsibleActionFail('cannot write the report to %s: %s' % (args['dest'], exc))
-
+        # The summary is printed whatever happens to the files: it is the report of last resort.
+        paths, write_problems = fleet_report.write(report, args['dest'], args['formats'])
         lines = fleet_report.summary_lines(report, paths)
+        if write_problems:
+            lines += ['Report files NOT written: ' + '; '.join(write_problems)]
         if args['print_summary']:
             display.display('\n'.join(lines))
-        hits = fleet_report.threshold_reached(report, args['fail_on'])
+        hits = fleet_report.threshold_reached(report, args['fail_on'], args['fail_on_unaudited'])
         result.update(
             changed=False,
             paths=paths,
             totals=report['totals'],
             worst=fleet_report.worst(report),
-            summary=lines,
             threshold_hits=hits,
         )
+        if not args['print_summary']:
+            result['summary'] = lines
+        failures = []
+        if write_problems:
+            failures.append('the report could not be written: %s' % '; '.join(write_problems))
         if hits:
+            unaudited = [h for h in hits if h.endswith('(not audited)')]
+            failures.append('%d finding(s) at or above %s%s: %s' % (
+                len(hits) - len(unaudited), args['fail_on'],
+                (' and %d host(s) that could not be audited' % len(unaudited)) if unaudited else '',
+                '; '.join(hits[:10])))
+        if failures:
             result['failed'] = True
-            result['msg'] = '%d finding(s) at or above %s: %s' % (len(hits), args['fail_on'], '; '.join(hits[:10]))
+            result['msg'] = '. '.join(failures)
         return result

@@ -26,7 +26,9 @@ options:
       - Alternate filesystem root for file-based checks, for example an SD-card image
         mounted at C(/mnt/sdcard). With a root other than C(/) nothing that belongs to the
         running system (processes, sysfs, the running kernel) is read.
-    type: path
+      - Must be an absolute path to an existing directory; a relative path, a missing one or a
+        file fails the task with the reason. C($HOME) and C(~) are not expanded.
+    type: str
     default: /
   settings:
     description:

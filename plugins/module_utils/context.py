@@ -76,10 +76,11 @@ class AuditContext(object):
             return 'uid %d' % self.euid
 
     def path(self, absolute):
-        """A path of the audited system, under ``root``."""
+        """A path of the audited system, under ``root``; in an image, symbolic links resolve inside
+        the image and an escape is a ReadProblem (see hostio.resolve_under)."""
         if self.root == '/':
             return absolute
-        return os.path.join(self.root, absolute.lstrip('/'))
+        return hostio.resolve_under(self.root, absolute)
 
     def sys_path(self, relative):
         return os.path.join(self.sys_root, relative.lstrip('/'))

@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
@@ -17,10 +19,28 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.runner import (
 COLLECTION_VERSION = '0.1.0'
 
 
+def root_problem(root, local_checks=True):
+    """Why ``root`` cannot be audited, or None. An image root must be absolute (a relative one
+    would depend on where Ansible happens to run) and, on the host, an existing directory."""
+    if not isinstance(root, str) or not root:
+        return 'root must be an absolute path, got %r' % (root,)
+    if not root.startswith('/'):
+        return 'root %r is relative; give the absolute path of the mounted image' % root
+    if '\x00' in root:
+        return 'root contains a NUL byte'
+    if local_checks and root != '/':
+        if not os.path.exists(root):
+            return 'root %s does not exist on this host' % root
+        if not os.path.isdir(root):
+            return 'root %s is not a directory' % root
+    return None
+
+
 def argument_spec(with_checks):
     spec = dict(
         probes=dict(type='list', elements='str', default=[]),
-        root=dict(type='path', default='/'),
+        # str, not path: path would expand $HOME and ~, auditing somewhere nobody asked for.
+        root=dict(type='str', default='/'),
         settings=dict(type='dict', default={}),
         command_timeout=dict(type='int', default=DEFAULT_COMMAND_TIMEOUT),
         detection_timeout=dict(type='int', default=DEFAULT_DETECTION_TIMEOUT),
@@ -42,6 +62,9 @@ def main(check_id=None):
         settings = registry.validate_settings(params['settings'])
     except registry.SelectionError as exc:
         module.fail_json(msg=str(exc))
+    problem = root_problem(params['root'])
+    if problem:
+        module.fail_json(msg=problem)
     for limit in ('command_timeout', 'detection_timeout'):
         if params[limit] < 1:
             module.fail_json(msg='%s must be at least 1 second, got %d' % (limit, params[limit]))

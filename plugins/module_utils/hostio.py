@@ -31,6 +31,41 @@ class ReadProblem(HostInputError):
         self.kind = kind  # missing, denied, too_large, binary, unreadable
 
 
+MAX_SYMLINKS = 40
+
+
+def resolve_under(root, path):
+    """The host path of ``path`` as the image under ``root`` sees it.
+
+    Symbolic links are followed the way the image's own system would follow
+    them: an absolute target is a path of the image, not of the auditing
+    machine. A ``..`` that would climb out of ``root`` is an escape; it is
+    reported (ReadProblem, kind ``escape``), never followed.
+    """
+    pending = [p for p in path.split('/') if p not in ('', '.')]
+    resolved = []
+    links = 0
+    while pending:
+        part = pending.pop(0)
+        if part == '..':
+            if not resolved:
+                raise ReadProblem(path, 'leaves the image root %s through ".."; not followed' % root, 'escape')
+            resolved.pop()
+            continue
+        candidate = os.path.join(root, *(resolved + [part]))
+        if os.path.islink(candidate):
+            links += 1
+            if links > MAX_SYMLINKS:
+                raise ReadProblem(path, 'has more than %d symbolic links in a row (a loop?)' % MAX_SYMLINKS, 'loop')
+            target = os.readlink(candidate)
+            if target.startswith('/'):
+                resolved = []
+            pending = [p for p in target.split('/') if p not in ('', '.')] + pending
+            continue
+        resolved.append(part)
+    return os.path.join(root, *resolved) if resolved else root
+
+
 def read_bytes(path, limit=MAX_CONFIG_BYTES):
     """Read at most ``limit`` bytes; a larger file is refused, not truncated."""
     try:

@@ -21,7 +21,9 @@ description:
     host x detection grid, colour by status, evidence and fix on click, filter by status).
   - Hosts that were unreachable, or whose audit task failed, appear in every report with
     the reason, and the report is still written.
-  - Prints a compact summary table on the terminal.
+  - Prints a compact summary table on the terminal, with each finding that needs attention, its fix
+    and its docs page. The summary is printed even when the report files cannot be written; the
+    task then fails and says why (not a directory, read-only).
 options:
   dest:
     description: Directory for the report files; created if missing. Relative to the current directory.
@@ -45,12 +47,19 @@ options:
     description:
       - Fail the task, after the reports are written, when any finding has this status or a more
         serious one. Statuses from least to most serious are C(not_applicable), C(ok),
-        C(unknown), C(error), C(at_risk), C(affected). An unreachable or failed host counts as
-        C(error).
+        C(unknown), C(error), C(at_risk), C(affected). C(unknown) makes findings the audit could
+        not decide fail the gate too.
       - C(never) only reports.
     type: str
     default: never
     choices: [never, not_applicable, ok, unknown, error, at_risk, affected]
+  fail_on_unaudited:
+    description:
+      - With any I(fail_on) other than C(never), a host that could not be audited (unreachable, no
+        usable Python, the audit task failed) fails the gate whatever the threshold is, and the
+        summary says so. Set to C(false) to let such hosts pass.
+    type: bool
+    default: true
   print_summary:
     description: Print the summary table on the terminal.
     type: bool
@@ -106,12 +115,12 @@ worst:
   type: str
   sample: at_risk
 summary:
-  description: The summary table, one line per element, as printed.
-  returned: always
+  description: The summary table, one line per element (when I(print_summary) is false; otherwise it is printed once).
+  returned: when print_summary is false
   type: list
   elements: str
 threshold_hits:
-  description: The host/check pairs at or above I(fail_on).
+  description: The host/check pairs at or above I(fail_on), and the hosts that could not be audited.
   returned: always
   type: list
   elements: str

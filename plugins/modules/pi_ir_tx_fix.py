@@ -113,7 +113,7 @@ def main():
                          msg='no config.txt under %s' % ctx.root)
     board = module.params['board'] or pi_ir_tx.read_board(ctx)[1]
     try:
-        _config, replacements = pi_ir_tx_fix.plan(ctx.path(config_rel), board)
+        _config, replacements = pi_ir_tx_fix.plan(config_rel, board, ctx.root)
         changes = pi_ir_tx_fix.rewrite(replacements)
     except (DetectionError, ReadProblem) as exc:
         module.fail_json(msg=str(exc))

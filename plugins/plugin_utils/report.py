@@ -42,22 +42,54 @@ def plain(value):
     return str(value)
 
 
+def _one_line(text, limit=500):
+    """A reason on one line: runs of whitespace (\\r\\n from ssh, tabs) folded to one space."""
+    return ' '.join(str(text or '').split())[:limit]
+
+
+def _failure_reason(result, default):
+    """Why a host's task failed. When the module never produced JSON (no usable Python, a too old
+    one), Ansible's msg is generic and the cause is the last meaningful line of module_stderr."""
+    msg = _one_line(result.get('msg') or default)
+    stderr = [line.strip() for line in str(result.get('module_stderr') or '').splitlines() if line.strip()]
+    stderr = [line for line in stderr if not line.startswith(('Shared connection to', 'Traceback'))]
+    if stderr:
+        return '%s (module stderr: %s)' % (msg, _one_line(stderr[-1], 300))
+    return msg
+
+
+def _problem(name, reason, state='failed'):
+    return {'name': name, 'state': state, 'reason': reason, 'findings': {}}
+
+
+def _checked_findings(findings):
+    """The findings a host returned, or a reason why they cannot be used."""
+    if not isinstance(findings, dict):
+        return None, 'the audit returned %s instead of findings' % type(findings).__name__
+    for cid, finding in findings.items():
+        if not isinstance(finding, dict) or finding.get('status') not in STATUS_RANK:
+            return None, 'the finding %s has no valid status (%r)' % (
+                cid, finding.get('status') if isinstance(finding, dict) else finding)
+    return findings, None
+
+
 def host_entry(name, result):
     """Turn one host's registered audit_facts result into the report's host record."""
     if result is None:
-        return {'name': name, 'state': 'failed', 'reason': 'no audit result: the host left the play before the audit ran',
-                'findings': {}}
+        return _problem(name, 'no audit result: the host left the play before the audit ran')
     result = plain(result)
+    if not isinstance(result, dict):
+        return _problem(name, 'the audit result is %s, not a task result' % type(result).__name__)
     if result.get('unreachable'):
-        return {'name': name, 'state': 'unreachable', 'reason': (result.get('msg') or 'host unreachable').strip(),
-                'findings': {}}
+        return _problem(name, _one_line(result.get('msg') or 'host unreachable'), 'unreachable')
     if result.get('failed'):
-        return {'name': name, 'state': 'failed', 'reason': (result.get('msg') or 'audit module failed').strip(),
-                'findings': {}}
+        return _problem(name, _failure_reason(result, 'audit module failed'))
     if result.get('skipped'):
-        return {'name': name, 'state': 'failed', 'reason': 'audit task was skipped on this host', 'findings': {}}
+        return _problem(name, 'audit task was skipped on this host')
     facts = result.get('ansible_facts') or {}
-    findings = facts.get('postmortem') or {}
+    findings, problem = _checked_findings(facts.get('postmortem') if isinstance(facts, dict) else facts)
+    if problem:
+        return _problem(name, problem)
     return {'name': name, 'state': 'audited', 'reason': None, 'findings': findings,
             'run': facts.get('postmortem_run') or {}}
 
@@ -106,16 +138,20 @@ def worst(report):
     return worst_status(statuses) if statuses else None
 
 
-def threshold_reached(report, fail_on):
+def threshold_reached(report, fail_on, fail_on_unaudited=True):
+    """What fails the gate: findings at or above ``fail_on`` and, unless allowed, every host that
+    could not be audited (whatever ``fail_on`` is: a host we could not see is not a healthy one)."""
     if not fail_on or fail_on == 'never':
         return []
     hits = []
     for entry in report['hosts']:
-        if entry['state'] != 'audited' and STATUS_RANK['error'] >= STATUS_RANK[fail_on]:
-            hits.append('%s: %s' % (entry['name'], entry['state']))
+        if entry['state'] != 'audited':
+            if fail_on_unaudited:
+                hits.append('%s: %s (not audited)' % (entry['name'], entry['state']))
+            continue
         for cid, finding in entry['findings'].items():
-            if STATUS_RANK.get(finding.get('status'), STATUS_RANK['error']) >= STATUS_RANK[fail_on]:
-                hits.append('%s/%s: %s' % (entry['name'], cid, finding.get('status')))
+            if STATUS_RANK[finding['status']] >= STATUS_RANK[fail_on]:
+                hits.append('%s/%s: %s' % (entry['name'], cid, finding['status']))
     return hits
 
 
@@ -164,6 +200,23 @@ def to_junit(report):
     return ET.tostring(suites, encoding='unicode')
 
 
+def fix_text(finding):
+    """The remediation named in one phrase: role and vars, module, or the first manual step."""
+    remediation = finding.get('remediation') or {}
+    parts = []
+    if remediation.get('role'):
+        role_vars = remediation.get('vars') or {}
+        parts.append('role %s%s' % (remediation['role'], (' with %s' % json.dumps(role_vars, sort_keys=True)) if role_vars else ''))
+    if remediation.get('module'):
+        parts.append('module %s' % remediation['module'])
+    if not parts and remediation.get('manual'):
+        parts.append(_one_line(remediation['manual'][0], 200))
+    text = ' or '.join(parts) or 'see the docs page'
+    if remediation.get('disruption') and remediation.get('disruption') != 'none':
+        text += ' (disruption: %s)' % remediation['disruption']
+    return text
+
+
 def summary_lines(report, paths):
     checks = [c['id'] for c in report['checks']]
     rows = [['HOST'] + checks]
@@ -179,14 +232,17 @@ def summary_lines(report, paths):
     attention = []
     for entry in report['hosts']:
         if entry['state'] != 'audited':
-            attention.append('%s: %s: %s' % (entry['name'], entry['state'], entry['reason']))
+            attention.append('%s: %s (not audited): %s' % (entry['name'], entry['state'], entry['reason']))
             continue
         for cid in checks:
             finding = entry['findings'].get(cid)
             if finding and finding.get('status') in ('affected', 'at_risk', 'error', 'unknown'):
-                attention.append('%s %s [%s] %s' % (entry['name'], cid, finding['status'], finding.get('summary', '')))
+                attention.append('%s %s [%s] %s' % (entry['name'], cid, finding['status'], _one_line(finding.get('summary'))))
+                attention.append('    fix: %s; docs: docs/%s.md' % (fix_text(finding), cid))
     if attention:
         lines += ['', 'Needs attention:'] + ['  ' + a for a in attention]
+    else:
+        lines += ['', 'Nothing needs attention.']
     totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
     lines += ['', 'Totals: ' + (totals or 'nothing ran')]
     if paths:
@@ -208,17 +264,42 @@ def _atomic_write(path, text):
         raise
 
 
-def write(report, dest, formats):
+class ReportWriteError(Exception):
+    pass
+
+
+def _check_dest(dest):
+    """Create the report directory, or say in words why it cannot hold the report."""
+    if os.path.exists(dest) and not os.path.isdir(dest):
+        raise ReportWriteError('the report directory %s is not a directory (a file of that name exists)' % dest)
     if not os.path.isdir(dest):
-        os.makedirs(dest)
-    paths = {}
+        try:
+            os.makedirs(dest)
+        except OSError as exc:
+            raise ReportWriteError('the report directory %s cannot be created: %s' % (dest, exc.strerror or exc))
+    if not os.access(dest, os.W_OK | os.X_OK):
+        raise ReportWriteError('the report directory %s is read-only for this user' % dest)
+
+
+def write(report, dest, formats):
+    """Write every format; returns ({format: path}, [problems]). Never raises for one bad file."""
     renderers = {
         'json': lambda r: json.dumps(r, indent=2, sort_keys=True) + '\n',
         'junit': lambda r: '<?xml version="1.0" encoding="UTF-8"?>\n' + to_junit(r) + '\n',
         'html': render_html,
     }
+    dest = os.path.abspath(dest)
+    try:
+        _check_dest(dest)
+    except ReportWriteError as exc:
+        return {}, [str(exc)]
+    paths, problems = {}, []
     for fmt in formats:
-        path = os.path.abspath(os.path.join(dest, REPORT_FILES[fmt]))
-        _atomic_write(path, renderers[fmt](report))
+        path = os.path.join(dest, REPORT_FILES[fmt])
+        try:
+            _atomic_write(path, renderers[fmt](report))
+        except (IOError, OSError) as exc:
+            problems.append('%s was not written: %s' % (path, exc.strerror or exc))
+            continue
         paths[fmt] = path
-    return paths
+    return paths, problems

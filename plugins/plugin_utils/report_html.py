@@ -56,6 +56,8 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
   <div class="meta" id="meta"></div>
   <div class="meta" id="totals"></div>
 </header>
+<noscript><p>This page draws its grid with JavaScript; without it, read postmortem.json (every finding) or the
+summary the audit printed.</p></noscript>
 <div id="filters" role="group" aria-label="Filter by status"><strong>Show status:</strong></div>
 <main>
   <div id="grid-wrap"><table id="grid"><thead></thead><tbody></tbody></table></div>
@@ -176,7 +178,8 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
       li.appendChild(document.createTextNode(" " + i.summary));
       return li;
     });
-    var remediation = f.remediation || {};
+    // Nothing to fix where nothing is wrong or the check does not apply.
+    var remediation = (f.status === "ok" || f.status === "not_applicable") ? {} : (f.remediation || {});
     var automated = remediation.role || remediation.module;
     if (automated) {
       box.appendChild(el("h3", {}, "Fix"));

@@ -46,10 +46,15 @@ def test_fleet_run_reports_every_host_and_writes_all_formats(tmp_path):
 def test_fail_threshold_fails_the_run_after_writing_the_report(tmp_path):
     run = run_audit(tmp_path, fleet(), {'postmortem_fail_on': 'error'})
     assert run.proc.returncode != 0
-    assert '2 finding(s) at or above error' in run.output
+    assert '2 host(s) that could not be audited' in run.output
     assert run.report['totals']['unreachable'] == 1
 
-    relaxed = run_audit(tmp_path, fleet(), {'postmortem_fail_on': 'affected'})
+    # A host that could not be audited fails any gate, however relaxed its threshold ...
+    strict = run_audit(tmp_path, fleet(), {'postmortem_fail_on': 'affected'})
+    assert strict.proc.returncode != 0, strict.output
+    assert 'deadhost: unreachable (not audited)' in strict.output
+    # ... unless the operator allows it.
+    relaxed = run_audit(tmp_path, fleet(), {'postmortem_fail_on': 'affected', 'postmortem_fail_on_unaudited': False})
     assert relaxed.proc.returncode == 0, relaxed.output
 
 
@@ -89,7 +94,9 @@ def test_check_mode_and_unknown_check(tmp_path):
     run = run_audit(tmp_path, {'all': {'hosts': {'localhost': local_host()}}}, args=['--check'])
     assert run.proc.returncode == 0, run.output
     assert 'changed=0' in run.output
-    bad = run_audit(tmp_path, {'all': {'hosts': {'localhost': local_host()}}}, {'postmortem_checks': ['pi_ir_rx']})
-    # A typo in the playbook is the operator's to fix: the host is reported failed with the reason.
-    assert "unknown check 'pi_ir_rx'" in bad.host('localhost')['reason']
-    assert json.dumps(bad.report)  # and the report is still written
+    bad = run_audit(tmp_path / 'bad', {'all': {'hosts': {'localhost': local_host()}}}, {'postmortem_checks': ['pi_ir_rx']})
+    # A typo stops the run once, on the controller, before any host is audited.
+    assert bad.proc.returncode != 0
+    assert "unknown check 'pi_ir_rx'" in bad.output
+    assert 'The audit was not started' in bad.output
+    assert not os.path.exists(bad.report_dir)

@@ -39,16 +39,23 @@ def test_host_states_and_totals(fleet):
     assert report.worst(fleet) == 'affected'
 
 
-@pytest.mark.parametrize('fail_on,hits', [
-    ('never', 0),
-    ('affected', 1),
-    ('at_risk', 2),
-    ('error', 5),  # three hosts that could not be audited count as errors
-    ('ok', 5),
-    ('not_applicable', 7),
+@pytest.mark.parametrize('fail_on,unaudited,hits', [
+    ('never', True, 0),
+    # Three hosts could not be audited: they fail any gate, whatever its threshold.
+    ('affected', True, 4),
+    ('at_risk', True, 5),
+    ('error', True, 5),
+    ('ok', True, 5),
+    ('not_applicable', True, 7),
+    # ... unless the operator allows them.
+    ('affected', False, 1),
+    ('at_risk', False, 2),
+    ('not_applicable', False, 4),
 ])
-def test_threshold(fleet, fail_on, hits):
-    assert len(report.threshold_reached(fleet, fail_on)) == hits
+def test_threshold(fleet, fail_on, unaudited, hits):
+    found = report.threshold_reached(fleet, fail_on, unaudited)
+    assert len(found) == hits
+    assert sum(1 for h in found if h.endswith('(not audited)')) == (3 if unaudited and fail_on != 'never' else 0)
 
 
 def test_junit_maps_statuses(fleet):
@@ -70,6 +77,8 @@ def test_summary_lines(fleet):
     assert 'pi1     affected        not_applicable' in text
     assert 'dead    UNREACHABLE     UNREACHABLE' in text
     assert 'pi1 pi_ir_tx [affected] IR broken' in text
+    assert '      fix: fix; docs: docs/pi_ir_tx.md' in text
+    assert 'dead: unreachable (not audited): Failed to connect to the host via ssh' in text
     assert 'Totals: not_applicable 2, at_risk 1, affected 1, unreachable 1, failed 2' in text
     assert lines[-1] == 'Reports: /r/postmortem.html  /r/postmortem.json'
 
@@ -83,7 +92,64 @@ def test_html_embeds_data_that_cannot_break_out_of_the_script(fleet):
 
 
 def test_write_is_atomic_and_complete(tmp_path, fleet):
-    paths = report.write(fleet, str(tmp_path / 'out'), ['json', 'junit', 'html'])
+    paths, problems = report.write(fleet, str(tmp_path / 'out'), ['json', 'junit', 'html'])
+    assert problems == []
     assert sorted(p.rsplit('/', 1)[1] for p in paths.values()) == ['postmortem-junit.xml', 'postmortem.html', 'postmortem.json']
     assert json.load(open(paths['json']))['totals']['affected'] == 1
     assert not [p for p in (tmp_path / 'out').iterdir() if p.name.startswith('.')]
+
+
+def test_nothing_needs_attention_is_said():
+    healthy = report.build(['pi1'], {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}, CHECKS, '0.1.0')
+    assert 'Nothing needs attention.' in report.summary_lines(healthy, {})
+
+
+def test_fix_text_names_role_vars_module_and_disruption():
+    remediation = {'role': 'homelab.postmortem.pi_ir_tx', 'vars': {'pi_ir_tx_reboot': True}, 'module': None,
+                   'manual': ['edit config.txt'], 'disruption': 'reboot'}
+    assert report.fix_text({'remediation': remediation}) == \
+        'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)'
+    module_fix = dict(remediation, role=None, vars={}, module='homelab.postmortem.podman_safe_export', disruption='none')
+    assert report.fix_text({'remediation': module_fix}) == 'module homelab.postmortem.podman_safe_export'
+    assert report.fix_text({'remediation': {'manual': ['Restart it.'], 'disruption': 'none'}}) == 'Restart it.'
+
+
+def test_a_report_path_that_is_a_file_is_said_in_words(tmp_path, fleet):
+    target = tmp_path / 'report'
+    target.write_text('x')
+    paths, problems = report.write(fleet, str(target), ['json'])
+    assert paths == {}
+    assert problems == ['the report directory %s is not a directory (a file of that name exists)' % target]
+
+
+def test_failed_host_reasons_keep_the_cause_on_one_line():
+    """module_stderr as Ansible returns it when the target's Python cannot run the module (recorded
+    shape: a SyntaxError from a Python too old for ansible-core 2.19's module wrapper; no such
+    Python can be installed here)."""
+    result = {'failed': True, 'msg': 'MODULE FAILURE\nSee stdout/stderr for the exact error', 'rc': 1,
+              'module_stdout': '',
+              'module_stderr': ('Traceback (most recent call last):\r\n  File "<stdin>", line 12, in <module>\r\n'
+                                '  File "<frozen zipimport>", line 259, in load_module\r\n'
+                                'SyntaxError: future feature annotations is not defined\r\n'
+                                'Shared connection to old-pi closed.\r\n')}
+    entry = report.host_entry('old-pi', result)
+    assert entry['reason'] == ('MODULE FAILURE See stdout/stderr for the exact error (module stderr: SyntaxError: '
+                               'future feature annotations is not defined)')
+    unreachable = report.host_entry('dead', {'unreachable': True, 'msg': 'Failed to connect\r\n  to the host\r\n'})
+    assert unreachable['reason'] == 'Failed to connect to the host'
+
+
+@pytest.mark.parametrize('facts,reason', [
+    ({'postmortem': ['not', 'a', 'dict']}, 'the audit returned list instead of findings'),
+    ({'postmortem': {'pi_ir_tx': {'status': 'fine'}}}, "the finding pi_ir_tx has no valid status ('fine')"),
+    ({'postmortem': {'pi_ir_tx': {'status': None}}}, 'the finding pi_ir_tx has no valid status (None)'),
+    ({'postmortem': {'pi_ir_tx': 'ok'}}, "the finding pi_ir_tx has no valid status ('ok')"),
+])
+def test_one_malformed_host_result_is_that_hosts_error_only(facts, reason):
+    fleet = report.build(['bad', 'pi1'], {'bad': {'ansible_facts': facts},
+                                         'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}, CHECKS, '0.1.0')
+    bad = fleet['hosts'][0]
+    assert (bad['state'], bad['reason']) == ('failed', reason)
+    assert fleet['hosts'][1]['state'] == 'audited'
+    ET.fromstring(report.to_junit(fleet))
+    report.summary_lines(fleet, {})

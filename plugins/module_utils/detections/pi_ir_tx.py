@@ -149,8 +149,11 @@ def read_board(ctx):
 
 
 def find_config(ctx):
+    """The boot config's path on the audited system. A config.txt that is a dangling or looping
+    link counts as present, so reading it reports the problem instead of "no boot config"."""
     for candidate in CONFIG_CANDIDATES:
-        if os.path.exists(ctx.path(candidate)):
+        parent = ctx.path(os.path.dirname(candidate))
+        if os.path.lexists(os.path.join(parent, os.path.basename(candidate))):
             return candidate
     return None
 
@@ -192,6 +195,11 @@ def _overlay_evidence(overlay, board):
     elif overlay.name == GPIO_OVERLAY:
         evidence['pin'] = overlay.param('gpio_pin')
     return evidence
+
+
+def _is_gpio_number(pin):
+    text = pin if isinstance(pin, str) else ''
+    return 0 < len(text) <= 3 and all(c in '0123456789' for c in text)
 
 
 class _Kernels(object):
@@ -244,6 +252,10 @@ def _overlay_instance(overlay, board, kernels, pwm_running):
         return None
     name = 'dtoverlay=%s at %s' % (overlay.name, overlay.line.location())
     pin = line_evidence['pin']
+    if not _is_gpio_number(pin):
+        key = 'gpiopin' if overlay.name == PWM_OVERLAY else 'gpio_pin'
+        return instance(name, 'error', '%s: %s=%r is not a GPIO number; the overlay cannot load as written.'
+                        % (name, key, pin), line_evidence)
     if board:
         where = 'on this board'
     elif applies == 'maybe':
@@ -278,8 +290,9 @@ def _summary(instances, kernels, pwm_tx, overlays):
         return 'pwm-ir-tx transmitter runs on affected kernel %s: IR codes are not sent.' % kernels.running
     if 'at_risk' in statuses:
         return 'pwm-ir-tx is configured; kernel %s (next boot) is affected: IR will stop working.' % kernels.next_boot
-    if 'unknown' in statuses:
-        return [i for i in instances if i['status'] == 'unknown'][0]['summary']
+    for status in ('error', 'unknown'):
+        if status in statuses:
+            return [i for i in instances if i['status'] == status][0]['summary']
     return 'IR transmitters are not affected (%s).' % '; '.join(i['summary'] for i in instances[:2])
 
 
@@ -306,18 +319,25 @@ def detect(ctx):
     if tx_problems:
         evidence['sysfs_problems'] = tx_problems
 
+    if not ctx.live:
+        # An image is fixed by editing its files; there is nothing to reboot.
+        fix = make_remediation(role='homelab.postmortem.pi_ir_tx', role_vars={'pi_ir_tx_root': ctx.root},
+                               manual=REMEDIATION['manual'][:1], disruption='none')
+    else:
+        fix = None
     overlays = []
     if config_rel:
-        config = rpi_config.parse(ctx.path(config_rel))
+        config = rpi_config.parse(config_rel, ctx.root)
         overlays = [o for o in config.overlays() if o.name in (PWM_OVERLAY, GPIO_OVERLAY)]
         evidence['files_read'] = config.files
         if config.notes:
             evidence['notes'] = config.notes
     elif not transmitters:
+        # Not a Pi: kernel ranges would only suggest it is affected by something it cannot have.
         return make_finding(
             _SELF, 'not_applicable',
             'No Raspberry Pi boot config (%s) and no IR transmitter registered.' % ' or '.join(CONFIG_CANDIDATES),
-            evidence=evidence)
+            evidence={'root': ctx.root, 'config': None, 'board_model': model})
 
     instances = _transmitter_instances(ctx, kernels, pwm_tx, gpio_tx)
     for overlay in overlays:
@@ -327,4 +347,5 @@ def detect(ctx):
     if not instances:
         return make_finding(_SELF, 'not_applicable',
                             'No IR transmitter is configured or registered.', evidence=evidence)
-    return make_finding(_SELF, 'ok', _summary(instances, kernels, pwm_tx, overlays), evidence=evidence, instances=instances)
+    return make_finding(_SELF, 'ok', _summary(instances, kernels, pwm_tx, overlays), evidence=evidence, instances=instances,
+                        remediation=fix)

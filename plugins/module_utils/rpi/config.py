@@ -218,13 +218,27 @@ def split_overlay(value):
     return name, params
 
 
-def parse(top_path):
-    """Read config.txt and its includes; raise DetectionError for input we cannot trust."""
-    config = BootConfig(top_path)
+def parse(top_path, root='/'):
+    """Read config.txt and its includes; raise DetectionError for input we cannot trust.
+
+    ``top_path`` is the file's path on the audited system. With an image ``root``
+    every file, include and symbolic link resolves inside the image (an absolute
+    include is an image path) and a path that would leave it is an error.
+    """
+    def host_path(image_path):
+        if root in ('', '/'):
+            return image_path
+        try:
+            return hostio.resolve_under(root, image_path)
+        except hostio.ReadProblem as problem:
+            raise DetectionError('%s %s' % (image_path, problem.reason))
+
+    config = BootConfig(host_path(top_path))
     base_dir = os.path.dirname(top_path)
     state = {'conditions': Conditions()}
 
-    def read_file(path, gates, stack):
+    def read_file(image_path, gates, stack):
+        path = host_path(image_path)
         real = os.path.realpath(path)
         if real in stack:
             chain = ' -> '.join(os.path.basename(p) for p in stack + [real])

@@ -54,9 +54,11 @@ class Replacement(object):
         }
 
 
-def plan(config_path, board):
-    """Replacements for every pwm-ir-tx line that can apply to ``board`` (None: any board)."""
-    config = rpi_config.parse(config_path)
+def plan(config_path, board, root='/'):
+    """Replacements for every pwm-ir-tx line that can apply to ``board`` (None: any board).
+
+    ``config_path`` is the path on the audited system (under ``root`` for an image)."""
+    config = rpi_config.parse(config_path, root)
     replacements = []
     for overlay in config.overlays():
         if overlay.name != PWM_OVERLAY or overlay.line.applies(board) == 'no':
