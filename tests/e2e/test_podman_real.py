@@ -102,7 +102,9 @@ def make_stuck(name, tmp_path):
                    env=PODMAN_ENV, check=True, capture_output=True)
     wait_for(lambda: inspect(name)['RestartCount'] >= 1, what='the first restart')
     os.unlink(once)
-    wait_for(lambda: inspect(name)['State']['Status'] in ('exited', 'stopped'), what='the second exit')
+    # On some kernels podman's own restart of a mapped container already stops at "created"
+    # (events: died, restart, init, cleanup; never start): stuck after one restart either way.
+    wait_for(lambda: inspect(name)['State']['Status'] in ('exited', 'stopped', 'created'), what='the second exit')
     time.sleep(1)
     assert inspect(name)['RestartCount'] == 1
 

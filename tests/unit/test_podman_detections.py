@@ -258,3 +258,17 @@ def test_both_podman_detections_in_one_run_ask_podman_once(tmp_path):
     assert findings['podman_export_idmap']['status'] == 'at_risk'
     verbs = [c[1] for c in fake.calls]
     assert verbs.count('info') == 1 and verbs.count('ps') == 1 and verbs.count('container') == 1
+
+
+def test_a_restart_that_stopped_at_created_is_stuck(tmp_path):
+    """Measured on this machine's podman 4.3.1: a rootful --uidmap container with --restart always
+    is restarted once and stays "created" (events died, restart, init, cleanup; no start)."""
+    stuck = container('mapped', 'half-restarted', status='created', restart_count=1, exit_code=1)
+    never_started = container('mapped', 'never-started', status='created', restart_count=0)
+    fake = FakePodman([stuck, never_started], version='4.3.1',
+                      events={stuck['Id']: ['create', 'init', 'start', 'died', 'restart', 'init', 'cleanup']})
+    found = instances(registry.run_one(make_ctx(tmp_path, fake, apparmor=None), podman_restart_userns))
+    assert found['half-restarted']['status'] == 'affected'
+    assert found['half-restarted']['evidence']['outcome'] == 'restart_failed'
+    assert 'created since' in found['half-restarted']['summary']
+    assert found['never-started']['status'] == 'ok'
