@@ -48,6 +48,7 @@ def report(tmp_path):
     # postmortem_root as a host variable: each host gets its own root.
     run = run_audit(tmp_path, inventory)
     assert run.proc.returncode == 0, run.output
+    run.image_root = str(root)
     return run
 
 
@@ -73,9 +74,13 @@ def test_grid_details_and_status_filter(browser, report):
     details = browser.find_element(By.ID, 'details')
     assert details.get_attribute('data-host') == 'pi-image'
     assert 'gpio-ir-tx' in details.text  # the fix
-    assert 'Role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot":true}' in details.text
-    assert details.find_element(By.CSS_SELECTOR, 'p.disruption').text == 'Disruption: reboot'
+    # An image is fixed through the role's root variable; nothing to reboot.
+    assert 'Role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_root":"%s"}' % report.image_root in details.text
+    assert details.find_element(By.CSS_SELECTOR, 'p.disruption').text == 'Disruption: none'
     assert '"next_boot_kernel": "6.18.34+rpt-rpi-v8"' in details.find_element(By.CSS_SELECTOR, 'pre.evidence').text
+    # A cell with nothing to fix offers no fix.
+    browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="localhost"][data-check="pi_ir_tx"]').click()
+    assert 'Fix' not in browser.find_element(By.ID, 'details').text.split('\n')
 
     # Filter: only at_risk -> only the image host stays, other statuses are dimmed.
     for box in browser.find_elements(By.CSS_SELECTOR, 'input.status-filter'):
