@@ -1,7 +1,6 @@
 """The audit playbook end to end: a real fleet run against this machine, a host
 that cannot be reached, a host whose Python is missing, and an SD-card image
 audited through ``root``."""
-import json
 import os
 import xml.etree.ElementTree as ET
 

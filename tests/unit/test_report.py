@@ -146,8 +146,8 @@ def test_failed_host_reasons_keep_the_cause_on_one_line():
     ({'postmortem': {'pi_ir_tx': 'ok'}}, "the finding pi_ir_tx has no valid status ('ok')"),
 ])
 def test_one_malformed_host_result_is_that_hosts_error_only(facts, reason):
-    fleet = report.build(['bad', 'pi1'], {'bad': {'ansible_facts': facts},
-                                         'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}, CHECKS, '0.1.0')
+    results = {'bad': {'ansible_facts': facts}, 'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}
+    fleet = report.build(['bad', 'pi1'], results, CHECKS, '0.1.0')
     bad = fleet['hosts'][0]
     assert (bad['state'], bad['reason']) == ('failed', reason)
     assert fleet['hosts'][1]['state'] == 'audited'
