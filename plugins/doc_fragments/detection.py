@@ -53,6 +53,13 @@ options:
         C(unknown). Give the audit task an Ansible C(timeout) above the sum as the last guard.
     type: int
     default: 300
+  max_instances:
+    description:
+      - Instances (processes, containers, config lines, models) one finding keeps in its evidence,
+        the most serious first; the rest are counted by status in C(evidence.instances_omitted), so a
+        pathological host cannot produce megabytes of facts.
+    type: int
+    default: 200
 attributes:
   check_mode:
     support: full

@@ -19,6 +19,8 @@ import pwd
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import DEFAULT_DETECTION_TIMEOUT, CommandRunner
 
+DEFAULT_MAX_INSTANCES = 200
+
 
 def _which(name):
     for directory in os.environ.get('PATH', '/usr/sbin:/usr/bin:/sbin:/bin').split(os.pathsep) + ['/usr/sbin', '/sbin']:
@@ -38,11 +40,12 @@ class AuditContext(object):
           ``run_command`` replaces its ``run`` (tests pass fakes).
     euid: the effective user id (default: the process's, read when asked).
     detection_timeout: seconds each detection's commands may take together.
+    max_instances: instances one finding keeps (the most serious); the rest are counted.
     """
 
     def __init__(self, root='/', live=None, proc_root=None, sys_root=None, kernel_release=None,
                  probes=(), settings=None, run_command=None, which=None, runner=None, euid=None,
-                 detection_timeout=DEFAULT_DETECTION_TIMEOUT):
+                 detection_timeout=DEFAULT_DETECTION_TIMEOUT, max_instances=DEFAULT_MAX_INSTANCES):
         self.root = root or '/'
         self.live = (self.root == '/') if live is None else live
         self.proc_root = proc_root or '/proc'
@@ -57,6 +60,7 @@ class AuditContext(object):
         self.which = which or _which
         self._euid = euid
         self.detection_timeout = detection_timeout
+        self.max_instances = max_instances
         self._process_cache = {}
         self._shared = {}
 

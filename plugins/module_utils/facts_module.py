@@ -12,7 +12,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import DEFAULT_MAX_INSTANCES, AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import (
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_DETECTION_TIMEOUT, CommandRunner)
 
@@ -44,6 +45,7 @@ def argument_spec(with_checks):
         settings=dict(type='dict', default={}),
         command_timeout=dict(type='int', default=DEFAULT_COMMAND_TIMEOUT),
         detection_timeout=dict(type='int', default=DEFAULT_DETECTION_TIMEOUT),
+        max_instances=dict(type='int', default=DEFAULT_MAX_INSTANCES),
     )
     if with_checks:
         spec['checks'] = dict(type='list', elements='str', default=['all'])
@@ -65,17 +67,18 @@ def main(check_id=None):
     problem = root_problem(params['root'])
     if problem:
         module.fail_json(msg=problem)
-    for limit in ('command_timeout', 'detection_timeout'):
+    for limit in ('command_timeout', 'detection_timeout', 'max_instances'):
         if params[limit] < 1:
-            module.fail_json(msg='%s must be at least 1 second, got %d' % (limit, params[limit]))
+            module.fail_json(msg='%s must be at least 1, got %d' % (limit, params[limit]))
 
     ctx = AuditContext(root=params['root'], probes=params['probes'], settings=settings,
                        runner=CommandRunner(timeout=params['command_timeout']), which=module.get_bin_path,
-                       detection_timeout=params['detection_timeout'])
+                       detection_timeout=params['detection_timeout'], max_instances=params['max_instances'])
     findings, timings = registry.run(ctx, detections)
+    # Strict JSON, whatever the host handed us: one bad byte must not cost the host its result.
     module.exit_json(
         changed=False,
-        ansible_facts={
+        ansible_facts=json_safe({
             'postmortem': findings,
             'postmortem_run': {
                 'collection_version': COLLECTION_VERSION,
@@ -87,5 +90,5 @@ def main(check_id=None):
                 'live': ctx.live,
                 'duration_ms': timings,
             },
-        },
+        }),
     )

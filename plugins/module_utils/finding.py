@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
+
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 # Ordered from least to most serious. The order matters twice: a finding with
@@ -96,3 +98,49 @@ def error_finding(detection, reason, evidence=None, status='error'):
     step = ('Fix the condition named in the summary, then audit again.' if status == 'error'
             else 'Find out why the host did not answer in time (the summary names the command), then audit again.')
     return make_finding(detection, status, reason, evidence=evidence, remediation=make_remediation(manual=[step]))
+
+
+def _safe_text(text):
+    """Text without lone surrogates: undecodable bytes (surrogateescape) as \\xNN, others as \\uXXXX."""
+    try:
+        text.encode('utf-8')
+        return text
+    except UnicodeEncodeError:
+        return ''.join(c if not u'\ud800' <= c <= u'\udfff' else
+                       ('\\x%02x' % (ord(c) - 0xdc00) if ord(c) >= 0xdc80 else '\\u%04x' % ord(c)) for c in text)
+
+
+def json_safe(value):
+    """A copy that strict JSON and ansible-core's controller accept.
+
+    Undecodable bytes never leave the host as lone surrogates (the controller
+    refuses a whole result with one), NaN and Infinity become text ('nan',
+    'inf'), keys become text. Control characters stay: JSON escapes them.
+    """
+    if isinstance(value, dict):
+        return dict((_safe_text(str(k)), json_safe(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return str(value)
+    if isinstance(value, str):
+        return _safe_text(value)
+    return value
+
+
+def bound_instances(finding, limit):
+    """Keep at most ``limit`` instances, the most serious first, and count the rest by status,
+    so a pathological host cannot produce megabytes of facts."""
+    instances = (finding.get('evidence') or {}).get('instances')
+    if not isinstance(instances, list) or len(instances) <= limit:
+        return finding
+    ranked = sorted(range(len(instances)), key=lambda i: (-STATUS_RANK.get(instances[i].get('status'), 0), i))
+    kept = sorted(ranked[:limit])
+    omitted = {}
+    for index in ranked[limit:]:
+        status = instances[index].get('status')
+        omitted[status] = omitted.get(status, 0) + 1
+    finding['evidence']['instances'] = [instances[i] for i in kept]
+    finding['evidence']['instances_omitted'] = {'count': len(instances) - len(kept), 'by_status': omitted,
+                                                'limit': limit}
+    return finding

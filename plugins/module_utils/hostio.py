@@ -15,6 +15,7 @@ __metaclass__ = type
 import errno
 import os
 import re
+import stat
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -66,33 +67,75 @@ def resolve_under(root, path):
     return os.path.join(root, *resolved) if resolved else root
 
 
+def _open_problem(path, exc):
+    if exc.errno == errno.ENOENT:
+        return ReadProblem(path, 'does not exist', 'missing')
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return ReadProblem(path, 'permission denied (run the audit with become: true)', 'denied')
+    if exc.errno == errno.ESRCH:
+        return ReadProblem(path, 'process exited while it was read', 'missing')
+    if exc.errno == errno.ELOOP:
+        return ReadProblem(path, 'is a loop of symbolic links', 'loop')
+    return ReadProblem(path, 'cannot be read: %s' % (exc.strerror or exc,), 'unreadable')
+
+
+def _file_kind(mode):
+    for test, name in ((stat.S_ISDIR, 'a directory'), (stat.S_ISFIFO, 'a named pipe'), (stat.S_ISSOCK, 'a socket'),
+                       (stat.S_ISCHR, 'a character device'), (stat.S_ISBLK, 'a block device')):
+        if test(mode):
+            return name
+    return 'not a regular file'
+
+
 def read_bytes(path, limit=MAX_CONFIG_BYTES):
-    """Read at most ``limit`` bytes; a larger file is refused, not truncated."""
+    """Read at most ``limit`` bytes of a regular file; a larger file is refused, not truncated.
+
+    The file is opened without blocking and checked with fstat before anything
+    is read: a named pipe (or device) where a config file should be would
+    otherwise block the audit forever.
+    """
+    flags = os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0) | getattr(os, 'O_CLOEXEC', 0)
     try:
-        with open(path, 'rb') as handle:
-            data = handle.read(limit + 1)
+        fd = os.open(path, flags)
     except (IOError, OSError) as exc:
-        if exc.errno == errno.ENOENT:
-            raise ReadProblem(path, 'does not exist', 'missing')
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            raise ReadProblem(path, 'permission denied (run the audit with become: true)', 'denied')
-        if exc.errno == errno.ESRCH:
-            raise ReadProblem(path, 'process exited while it was read', 'missing')
-        raise ReadProblem(path, 'cannot be read: %s' % (exc.strerror or exc,), 'unreadable')
-    if len(data) > limit:
+        raise _open_problem(path, exc)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ReadProblem(path, 'cannot be read: Is a directory', 'unreadable')
+        if not stat.S_ISREG(mode):
+            raise ReadProblem(path, 'is %s, not a regular file; not read' % _file_kind(mode), 'special')
+        chunks, total = [], 0
+        while total <= limit:
+            try:
+                chunk = os.read(fd, min(65536, limit + 1 - total))
+            except (IOError, OSError) as exc:
+                raise _open_problem(path, exc)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+    finally:
+        os.close(fd)
+    if total > limit:
         raise ReadProblem(path, 'is larger than %d bytes; refusing to parse it' % limit, 'too_large')
-    return data
+    return b''.join(chunks)
 
 
 def read_text(path, limit=MAX_CONFIG_BYTES):
-    """Read a config file as text; binary content is a ReadProblem, not garbage lines."""
+    """Read a config file as text; binary content is a ReadProblem, not garbage lines.
+
+    A UTF-8 byte order mark is dropped: editors on other systems write one, and
+    it would hide the first line's key.
+    """
     data = read_bytes(path, limit)
     if b'\x00' in data:
         raise ReadProblem(path, 'contains NUL bytes; it is not a text file', 'binary')
     try:
-        return data.decode('utf-8')
+        text = data.decode('utf-8')
     except UnicodeDecodeError as exc:
         raise ReadProblem(path, 'is not UTF-8 text (byte %d)' % exc.start, 'binary')
+    return text[1:] if text.startswith('\ufeff') else text
 
 
 def read_optional_text(path, limit=MAX_PROC_BYTES):
@@ -105,11 +148,13 @@ def read_optional_text(path, limit=MAX_PROC_BYTES):
         raise
 
 
-_VERSION_RE = re.compile(r'^(\d+(?:\.\d+)*)')
+# ASCII digits only (\d would take fullwidth and Arabic-Indic digits), at most 9 per part and
+# 8 parts, and a part may not run on into more digits: "99...9" is no version.
+_VERSION_RE = re.compile(r'^([0-9]{1,9}(?:\.[0-9]{1,9}){0,7})(?![0-9])')
 
 
 def version_tuple(text):
-    """'6.18.34+rpt-rpi-v8' -> (6, 18, 34). None when there is no leading number."""
+    """'6.18.34+rpt-rpi-v8' -> (6, 18, 34). None when there is no leading version number."""
     match = _VERSION_RE.match((text or '').strip().lstrip('vV'))
     if not match:
         return None

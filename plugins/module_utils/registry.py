@@ -26,7 +26,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError, SettingsError
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import error_finding, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import bound_instances, error_finding, make_finding
 
 DETECTIONS = (
     pi_ir_tx,
@@ -120,7 +120,7 @@ def run_one(ctx, detection):
         if early is not None:
             return early
         with ctx.runner.budget(ctx.detection_timeout):
-            return detection.detect(ctx)
+            return bound_instances(detection.detect(ctx), ctx.max_instances)
     except HostInputError as exc:
         return error_finding(detection, str(exc), status=exc.finding_status)
     except Exception as exc:  # pylint: disable=broad-except

@@ -14,10 +14,11 @@ __metaclass__ = type
 import datetime
 import json
 import os
+import re
 import tempfile
 import xml.etree.ElementTree as ET
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, worst_status
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, worst_status
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_html import render_html
 
 # Host states that are not findings. For the fail threshold they count as
@@ -28,9 +29,10 @@ REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'htm
 
 
 def plain(value):
-    """Deep copy into plain JSON types (Ansible hands us tagged/lazy containers)."""
+    """Deep copy into plain, strict-JSON types (Ansible hands us tagged/lazy containers; a host
+    may hand us NaN or lone surrogates)."""
     if isinstance(value, dict) or hasattr(value, 'items'):
-        return dict((str(k), plain(v)) for k, v in value.items())
+        return dict((json_safe(str(k)), plain(v)) for k, v in value.items())
     if isinstance(value, (list, tuple, set)):
         return [plain(v) for v in value]
     if isinstance(value, bool) or value is None:
@@ -38,8 +40,17 @@ def plain(value):
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
-        return float(value)
-    return str(value)
+        return json_safe(float(value))
+    return json_safe(str(value))
+
+
+# Characters XML 1.0 cannot hold even escaped; JUnit shows them as \xNN instead.
+_XML_INVALID = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]')
+
+
+def xml_text(text):
+    return _XML_INVALID.sub(lambda m: '\\x%02x' % ord(m.group(0)) if ord(m.group(0)) < 0x100
+                            else '\\u%04x' % ord(m.group(0)), str(text))
 
 
 def _one_line(text, limit=500):
@@ -197,6 +208,12 @@ def to_junit(report):
             counts[key] += value
     for key, value in counts.items():
         suites.set(key, str(value))
+    # Host-supplied text (config lines, tool output) may hold control characters XML cannot carry.
+    for node in suites.iter():
+        if node.text:
+            node.text = xml_text(node.text)
+        for name, value in node.attrib.items():
+            node.set(name, xml_text(value))
     return ET.tostring(suites, encoding='unicode')
 
 

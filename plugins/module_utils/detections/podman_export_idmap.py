@@ -141,6 +141,9 @@ def detect(ctx):
         summary = '%d container(s) export with shifted owners (measured)' % counts['affected']
     elif counts.get('at_risk'):
         summary = '%d container(s) have their own ID mapping; their exports and podman cp write shifted owners' % counts['at_risk']
+    elif counts.get('error') or counts.get('unknown'):
+        # Say what went wrong, not that nothing did.
+        summary = [i for i in instances if i['status'] in ('error', 'unknown')][0]['summary'].rstrip('.')
     else:
         summary = 'No container of %s exports shifted owners' % ', '.join(c.label for c in clis)
     others = ', '.join('%d %s' % (n, s) for s, n in sorted(counts.items()) if s not in ('affected', 'at_risk'))

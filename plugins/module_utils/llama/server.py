@@ -94,10 +94,8 @@ def lora_adapters(argv):
     adapters = [{'path': path, 'scale': 1.0} for path in all_from_argv(argv, LORA)]
     for item in all_from_argv(argv, LORA_SCALED):
         path, _sep, scale = item.rpartition(':')
-        try:
-            adapters.append({'path': path or item, 'scale': float(scale)})
-        except ValueError:
-            adapters.append({'path': item, 'scale': None})
+        value = as_float(scale)
+        adapters.append({'path': path or item, 'scale': value} if value is not None else {'path': item, 'scale': None})
     return adapters
 
 
@@ -145,11 +143,23 @@ def resolve(option, argv, environ):
     return option.default, 'default'
 
 
+# ASCII only and bounded: int() and float() would also take '٣', '６' and 'nan'.
+_INT_RE = re.compile(r'^[-+]?[0-9]{1,18}$')
+_FLOAT_RE = re.compile(r'^[-+]?(?:[0-9]{1,18}(?:\.[0-9]{0,18})?|\.[0-9]{1,18})(?:[eE][-+]?[0-9]{1,3})?$')
+
+
 def as_int(value):
-    try:
-        return int(str(value).strip())
-    except (TypeError, ValueError):
+    text = str(value).strip() if value is not None else ''
+    return int(text) if _INT_RE.match(text) else None
+
+
+def as_float(value):
+    """A finite number from a command line or preset value, or None (nan, inf and garbage too)."""
+    text = str(value).strip() if value is not None else ''
+    if not _FLOAT_RE.match(text):
         return None
+    number = float(text)
+    return number if number not in (float('inf'), float('-inf')) else None
 
 
 def supervisor(ctx, process):

@@ -28,6 +28,10 @@ class PodmanProblem(HostInputError):
     pass
 
 
+class _CommandFailed(Exception):
+    """podman exited non-zero (for a container that vanished meanwhile, say); callers decide."""
+
+
 def first_line(text):
     """podman's reason for a failure: the first line that is not one of its logrus warnings."""
     for line in (text or '').splitlines():
@@ -104,14 +108,15 @@ class PodmanCli(object):
             data = self.json(['info', '--format', 'json'], 'info')
             if not isinstance(data, dict):
                 raise PodmanProblem('podman info as %s printed %s, not an object' % (self.label, type(data).__name__))
-            host = data.get('host') or {}
-            security = host.get('security') or {}
-            version = (data.get('version') or {}).get('Version')
+            where = 'info as %s' % self.label
+            host = _typed(data, 'host', 'object', where) or {}
+            security = _typed(host, 'security', 'object', where) or {}
+            version = _typed(_typed(data, 'version', 'object', where) or {}, 'Version', 'string', where)
             self._info = {
                 'version': version,
-                'rootless': bool(security.get('rootless')),
-                'apparmor_enabled': security.get('apparmorEnabled'),
-                'event_logger': host.get('eventLogger'),
+                'rootless': bool(_typed(security, 'rootless', 'boolean', where)),
+                'apparmor_enabled': _typed(security, 'apparmorEnabled', 'boolean', where),
+                'event_logger': _typed(host, 'eventLogger', 'string', where),
             }
         return self._info
 
@@ -130,22 +135,31 @@ class PodmanCli(object):
         if not ids:
             return []
         found = []
-        # A container removed between ps and inspect makes inspect fail; retry one by one then.
+        for start in range(0, len(ids), INSPECT_BATCH):
+            batch = ids[start:start + INSPECT_BATCH]
+            try:
+                found.extend(self._inspect(batch))
+            except _CommandFailed:
+                # A container removed between ps and inspect fails the whole batch: one by one then.
+                for cid in batch:
+                    try:
+                        found.extend(self._inspect([cid]))
+                    except _CommandFailed:
+                        continue
+        return [Container(d) for d in found]
+
+    def _inspect(self, ids):
+        rc, out, err = self.execute(['container', 'inspect'] + ids, 'podman container inspect', check=False)
+        if rc != 0:
+            raise _CommandFailed(first_line(err) or first_line(out))
         try:
-            for start in range(0, len(ids), INSPECT_BATCH):
-                batch = self.json(['container', 'inspect'] + ids[start:start + INSPECT_BATCH], 'container inspect')
-                if not isinstance(batch, list):
-                    raise PodmanProblem('podman container inspect as %s printed %s, not a list'
-                                        % (self.label, type(batch).__name__))
-                found.extend(batch)
-        except PodmanProblem:
-            found = []
-            for cid in ids:
-                try:
-                    found.extend(self.json(['container', 'inspect', cid], 'container inspect') or [])
-                except PodmanProblem:
-                    continue
-        return [Container(d) for d in found if isinstance(d, dict)]
+            data = json.loads(out or 'null')
+        except ValueError:
+            raise PodmanProblem('podman container inspect as %s did not print JSON: %r' % (self.label, (out or '')[:120]))
+        if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+            raise PodmanProblem('podman container inspect as %s printed %s, not a list of objects'
+                                % (self.label, _describe(data)))
+        return data
 
     def events(self, container_id, since=None):
         """The container's events, oldest first, as (status, time) pairs."""
@@ -167,44 +181,77 @@ class PodmanCli(object):
         return events
 
 
-def _list(value):
-    return [v for v in (value or []) if v] if isinstance(value, list) else []
+_KINDS = {'object': dict, 'list': list, 'string': str, 'boolean': bool}
+
+
+def _typed(data, key, kind, where):
+    """data[key] when it has the expected kind (None when absent or null); a PodmanProblem that
+    names the field and the tool when it does not."""
+    value = data.get(key)
+    if value is None:
+        return None
+    if kind == 'integer':
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, _KINDS[kind])
+    if not ok:
+        article = 'an' if kind[0] in 'aeiou' else 'a'
+        raise PodmanProblem('podman %s: field %s is %s, not %s %s' % (where, key, _describe(value), article, kind))
+    return value
+
+
+def _describe(value):
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'a boolean'
+    if isinstance(value, (int, float)):
+        return 'a number (%r)' % value
+    if isinstance(value, str):
+        return 'a string'
+    return 'a list' if isinstance(value, list) else 'a %s' % type(value).__name__
+
+
+def _strings(value):
+    return [v for v in (value or []) if isinstance(v, str) and v]
 
 
 class Container(object):
-    """The parts of ``podman container inspect`` the detections and the role use."""
+    """The parts of ``podman container inspect`` the detections and the role use.
+
+    Every field is type-checked where it is read: podman's output is input we do
+    not control, and a wrong type must name itself instead of failing later.
+    """
 
     def __init__(self, data):
+        where = 'container inspect'
         self.raw = data
-        state = data.get('State') or {}
-        host = data.get('HostConfig') or {}
-        config = data.get('Config') or {}
-        self.id = data.get('Id') or ''
-        self.name = (data.get('Name') or self.id[:12]).lstrip('/')
-        self.status = state.get('Status') or 'unknown'
-        self.exit_code = state.get('ExitCode')
-        self.started_at = state.get('StartedAt')
-        self.finished_at = state.get('FinishedAt')
+        state = _typed(data, 'State', 'object', where) or {}
+        host = _typed(data, 'HostConfig', 'object', where) or {}
+        config = _typed(data, 'Config', 'object', where) or {}
+        self.id = _typed(data, 'Id', 'string', where) or ''
+        self.name = (_typed(data, 'Name', 'string', where) or self.id[:12]).lstrip('/')
+        self.status = _typed(state, 'Status', 'string', where) or 'unknown'
+        exit_code = state.get('ExitCode')
+        # A float (NaN, 1.5) is no exit code; keep it visible as text.
+        integer = isinstance(exit_code, int) and not isinstance(exit_code, bool)
+        self.exit_code = exit_code if exit_code is None or integer else str(exit_code)
+        self.started_at = _typed(state, 'StartedAt', 'string', where)
+        self.finished_at = _typed(state, 'FinishedAt', 'string', where)
         # None when this podman's inspect has no such field (4.x).
-        self.stopped_by_user = state.get('StoppedByUser') if 'StoppedByUser' in state else None
-        policy = host.get('RestartPolicy') or {}
-        self.restart_policy = (policy.get('Name') or '').strip()
-        try:
-            self.restart_retries = int(policy.get('MaximumRetryCount') or 0)
-        except (TypeError, ValueError):
-            self.restart_retries = 0
-        try:
-            self.restart_count = int(data.get('RestartCount') or 0)
-        except (TypeError, ValueError):
-            self.restart_count = 0
-        mappings = host.get('IDMappings') or {}
-        self.uid_map = _list(mappings.get('UidMap'))
-        self.gid_map = _list(mappings.get('GidMap'))
-        self.userns_mode = host.get('UsernsMode') or ''
-        self.apparmor_profile = data.get('AppArmorProfile') or ''
-        self.create_command = _list(config.get('CreateCommand'))
-        self.labels = config.get('Labels') or {}
-        self.image = config.get('Image') or data.get('ImageName') or ''
+        self.stopped_by_user = _typed(state, 'StoppedByUser', 'boolean', where)
+        policy = _typed(host, 'RestartPolicy', 'object', where) or {}
+        self.restart_policy = (_typed(policy, 'Name', 'string', where) or '').strip()
+        self.restart_retries = _typed(policy, 'MaximumRetryCount', 'integer', where) or 0
+        self.restart_count = _typed(data, 'RestartCount', 'integer', where) or 0
+        mappings = _typed(host, 'IDMappings', 'object', where) or {}
+        self.uid_map = _strings(_typed(mappings, 'UidMap', 'list', where))
+        self.gid_map = _strings(_typed(mappings, 'GidMap', 'list', where))
+        self.userns_mode = _typed(host, 'UsernsMode', 'string', where) or ''
+        self.apparmor_profile = _typed(data, 'AppArmorProfile', 'string', where) or ''
+        self.create_command = _strings(_typed(config, 'CreateCommand', 'list', where))
+        self.labels = _typed(config, 'Labels', 'object', where) or {}
+        self.image = _typed(config, 'Image', 'string', where) or _typed(data, 'ImageName', 'string', where) or ''
 
     @property
     def restarts(self):
