@@ -39,8 +39,13 @@ class OutputTooLarge(HostInputError):
 
 
 def decode(data):
-    """Bytes from a host tool as text that is always valid UTF-8 (undecodable bytes as \\xNN)."""
+    """A tool's message as text that is always valid UTF-8: undecodable bytes shown as \\xNN."""
     return data.decode('utf-8', 'backslashreplace')
+
+
+def decode_data(data):
+    """A tool's output for a parser: undecodable bytes become U+FFFD, so JSON stays JSON."""
+    return data.decode('utf-8', 'replace')
 
 
 def describe(cmd):
@@ -107,7 +112,8 @@ class CommandRunner(object):
             raise CommandFailed('cannot run %s: %s' % (describe(cmd), exc.strerror or exc))
 
     def run(self, cmd, timeout=None, env=None):
-        """(rc, stdout, stderr) as text. Raises CommandTimeout, CommandFailed, OutputTooLarge."""
+        """(rc, stdout, stderr) as text (see decode_data and decode). Raises CommandTimeout,
+        CommandFailed, OutputTooLarge."""
         seconds, why = self.limit(timeout)
         if seconds <= 0:
             raise CommandTimeout('%s was not run: %s is used up' % (describe(cmd), why))
@@ -143,7 +149,7 @@ class CommandRunner(object):
         finally:
             proc.stdout.close()
             proc.stderr.close()
-        return rc, decode(b''.join(out)), decode(b''.join(err))
+        return rc, decode_data(b''.join(out)), decode(b''.join(err))
 
 
 class _Budget(object):

@@ -16,7 +16,8 @@ from helpers import local_host, run_audit
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='podman_restart_userns needs root to run its commands at all')
 
 INFO = '{"host": {"security": {"rootless": false}}, "version": {"Version": "4.3.1"}}'
-CONTAINER = ('[{"Id": "%s", "Name": "we\\377b\\033[31m", "RestartCount": 1, '
+# An undecodable byte raw, an escape character JSON-escaped (as Go's encoder writes it).
+CONTAINER = ('[{"Id": "%s", "Name": "we\\377b\\\\u001b[31m", "RestartCount": 1, '
              '"State": {"Status": "exited", "ExitCode": NaN, "StartedAt": "2026-01-01T00:00:00Z"}, '
              '"HostConfig": {"RestartPolicy": {"Name": "always", "MaximumRetryCount": 0}}, "Config": {"Labels": {}}}]'
              % ('a' * 64))
@@ -48,7 +49,7 @@ def test_undecodable_bytes_nan_and_control_characters_reach_the_report(tmp_path)
     assert host['state'] == 'audited', host
     finding = run.finding('localhost', 'podman_restart_userns')
     instance = finding['evidence']['instances'][0]
-    assert instance['evidence']['name'] == 'we\\xffb\x1b[31m'
+    assert instance['evidence']['name'] == 'we\ufffdb\x1b[31m'
     assert instance['evidence']['exit_code'] == 'nan'
     with open(os.path.join(run.report_dir, 'postmortem.json')) as handle:
         json.loads(handle.read(), parse_constant=lambda name: pytest.fail('non-strict JSON constant %s' % name))

@@ -16,10 +16,13 @@ def test_output_exit_code_and_environment():
     assert (rc, out, err) == (3, 'C\n', 'oops\n')
 
 
-def test_undecodable_bytes_come_back_escaped_never_as_surrogates():
-    rc, out, _err = CommandRunner().run([sys.executable, '-c', 'import sys; sys.stdout.buffer.write(b"a\\xffb")'])
-    assert out == 'a\\xffb'
+def test_undecodable_bytes_never_come_back_as_surrogates():
+    script = 'import sys; sys.stdout.buffer.write(b"a\\xffb"); sys.stderr.buffer.write(b"c\\xfed")'
+    rc, out, err = CommandRunner().run([sys.executable, '-c', script])
+    assert out == 'a\ufffdb'  # data for a parser: replaced, so JSON stays JSON
+    assert err == 'c\\xfed'  # a message for a person: the byte stays visible
     out.encode('utf-8')  # strict: a lone surrogate would raise here
+    err.encode('utf-8')
 
 
 def test_a_hanging_command_is_killed_with_its_children_at_the_timeout(tmp_path):
