@@ -19,6 +19,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import settings as settings_spec
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import docker_overlay_sandbox
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
@@ -35,6 +36,7 @@ DETECTIONS = (
     llama_sleep_race,
     podman_restart_userns,
     podman_export_idmap,
+    docker_overlay_sandbox,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)
 GROUPS = ('pi', 'llama', 'podman', 'docker', 'ollama', 'vllm')

@@ -24,9 +24,10 @@ options:
         runs its detections; C(!id) or C(!group) excludes them. A list of only exclusions means all
         but those.
       - Known ids are C(pi_ir_tx), C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race),
-        C(podman_restart_userns) and C(podman_export_idmap).
+        C(podman_restart_userns), C(podman_export_idmap) and C(docker_overlay_sandbox).
       - Groups are C(pi) (C(pi_ir_tx)), C(llama) (C(llama_lora_cache), C(llama_spec_logprobs),
-        C(llama_sleep_race)) and C(podman) (C(podman_restart_userns), C(podman_export_idmap)).
+        C(llama_sleep_race)), C(podman) (C(podman_restart_userns), C(podman_export_idmap)) and
+        C(docker) (C(docker_overlay_sandbox)).
       - An unknown id or group fails the task before any detection runs.
     type: list
     elements: str

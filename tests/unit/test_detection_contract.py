@@ -69,7 +69,7 @@ def test_declarations(detection):
 @pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
 def test_detection_reads_the_host_only_through_ctx(detection):
     source = read('plugins', 'module_utils', 'detections', '%s.py' % detection.ID)
-    for forbidden in ('subprocess', 'geteuid', 'getuid', 'os.system', 'run_command(' + '['):
+    for forbidden in ('subprocess', 'geteuid', 'getuid', 'os.system', 'module.run_command'):
         assert forbidden not in source, '%s uses %s; go through ctx' % (detection.ID, forbidden)
 
 

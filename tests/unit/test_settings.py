@@ -69,9 +69,12 @@ def ids(detections):
 
 def test_groups_select_their_detections_in_report_order():
     assert ids(registry.select(['podman'])) == ['podman_restart_userns', 'podman_export_idmap']
-    assert ids(registry.select(['all', '!llama'])) == ['pi_ir_tx', 'podman_restart_userns', 'podman_export_idmap']
+    without_llama = ['pi_ir_tx', 'podman_restart_userns', 'podman_export_idmap', 'docker_overlay_sandbox']
+    assert ids(registry.select(['all', '!llama'])) == without_llama
+    assert ids(registry.select(['docker'])) == ['docker_overlay_sandbox']
     assert ids(registry.select(['llama', '!llama_sleep_race'])) == ['llama_lora_cache', 'llama_spec_logprobs']
-    assert ids(registry.select(['!podman', '!pi'])) == ['llama_lora_cache', 'llama_spec_logprobs', 'llama_sleep_race']
+    only_llama = ['llama_lora_cache', 'llama_spec_logprobs', 'llama_sleep_race']
+    assert ids(registry.select(['!podman', '!pi', '!docker'])) == only_llama
 
 
 @pytest.mark.parametrize('requested,fragment', [
