@@ -26,10 +26,14 @@ MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
 class ProbeFailure(HostInputError):
-    def __init__(self, reason, status=None):
-        super(ProbeFailure, self).__init__(reason)
+    """``status``: the HTTP status when there was one. ``unreachable``: nothing answered at all.
+    A service that does not answer in time makes the finding ``unknown``."""
+
+    def __init__(self, reason, status=None, finding_status=None, unreachable=False):
+        super(ProbeFailure, self).__init__(reason, finding_status)
         self.reason = reason
         self.status = status
+        self.unreachable = unreachable
 
 
 def is_loopback(host):
@@ -65,12 +69,12 @@ def request_json(url, method='GET', body=None, timeout=10.0, headers=None):
             pass
         raise ProbeFailure('%s answered HTTP %s%s' % (url, exc.code, (': ' + detail) if detail else ''), exc.code)
     except socket.timeout:
-        raise ProbeFailure('%s did not answer within %.1f s' % (url, timeout))
+        raise ProbeFailure('%s did not answer within %.1f s' % (url, timeout), finding_status='unknown')
     except URLError as exc:
         reason = getattr(exc, 'reason', exc)
         if isinstance(reason, socket.timeout):
-            raise ProbeFailure('%s did not answer within %.1f s' % (url, timeout))
-        raise ProbeFailure('%s cannot be reached: %s' % (url, reason))
+            raise ProbeFailure('%s did not answer within %.1f s' % (url, timeout), finding_status='unknown')
+        raise ProbeFailure('%s cannot be reached: %s' % (url, reason), unreachable=True)
     except (OSError, ValueError) as exc:
         raise ProbeFailure('%s failed: %s' % (url, exc))
     if len(raw) > MAX_REPLY_BYTES:

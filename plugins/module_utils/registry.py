@@ -23,6 +23,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
@@ -37,6 +38,7 @@ DETECTIONS = (
     podman_restart_userns,
     podman_export_idmap,
     docker_overlay_sandbox,
+    ollama_gemma4_renderer,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)
 GROUPS = ('pi', 'llama', 'podman', 'docker', 'ollama', 'vllm')

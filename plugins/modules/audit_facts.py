@@ -24,10 +24,11 @@ options:
         runs its detections; C(!id) or C(!group) excludes them. A list of only exclusions means all
         but those.
       - Known ids are C(pi_ir_tx), C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race),
-        C(podman_restart_userns), C(podman_export_idmap) and C(docker_overlay_sandbox).
+        C(podman_restart_userns), C(podman_export_idmap), C(docker_overlay_sandbox) and
+        C(ollama_gemma4_renderer).
       - Groups are C(pi) (C(pi_ir_tx)), C(llama) (C(llama_lora_cache), C(llama_spec_logprobs),
-        C(llama_sleep_race)), C(podman) (C(podman_restart_userns), C(podman_export_idmap)) and
-        C(docker) (C(docker_overlay_sandbox)).
+        C(llama_sleep_race)), C(podman) (C(podman_restart_userns), C(podman_export_idmap)),
+        C(docker) (C(docker_overlay_sandbox)) and C(ollama) (C(ollama_gemma4_renderer)).
       - An unknown id or group fails the task before any detection runs.
     type: list
     elements: str

@@ -1,0 +1,166 @@
+"""ollama_gemma4_renderer: the resolution rules of each Ollama version, and the detection over HTTP
+against an Ollama stand-in (tests/ollama_standin.py): no Ollama binary can be installed here, so
+its answers are built from upstream's code (server/renderer_resolution.go, types/model/name.go)
+and the write-up's measurements (the 12B reports "11.9B")."""
+import os
+import sys
+import time
+
+import pytest
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer as det
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from ollama_standin import OllamaStandIn, gemma4 as model  # noqa: E402  pylint: disable=wrong-import-position
+
+V020, V021, V030, V0303, V035 = (0, 20, 7), (0, 21, 0), (0, 30, 2), (0, 30, 3), (0, 35, 1)
+
+
+@pytest.mark.parametrize('text,full', [
+    ('mygemma', 'registry.ollama.ai/library/mygemma:latest'),
+    ('mygemma:latest', 'registry.ollama.ai/library/mygemma:latest'),
+    ('ops/helper:26b', 'registry.ollama.ai/ops/helper:26b'),
+    ('hf.co/user/repo:Q4_K_M', 'hf.co/user/repo:Q4_K_M'),
+    ('localhost:5000/team/m:1', 'localhost:5000/team/m:1'),
+])
+def test_full_names(text, full):
+    assert gemma4.full_name(text) == full
+
+
+@pytest.mark.parametrize('text,count', [('12B', 12e9), ('11.9B', 11.9e9), ('25.8B', 25.8e9), ('500M', 500e6),
+                                        ('4.3b', 4.3e9), ('', None), ('huge', None), ('１２B', None), ('12', None)])
+def test_parameter_counts(text, count):
+    assert gemma4.parameter_count(text) == count
+
+
+@pytest.mark.parametrize('version,short,size,expected', [
+    # 0.30.3 and later: 12b is a large name, threshold 12e9; the write-up's table.
+    (V035, 'gemma4:12b', '11.9B', 'gemma4-large'),
+    (V035, 'mygemma:latest', '11.9B', 'gemma4-small'),
+    (V035, 'assistant:latest', '11.9B', 'gemma4-small'),
+    (V035, 'assistant-12b:latest', '11.9B', 'gemma4-large'),
+    (V035, 'assistant:12b', '11.9B', 'gemma4-large'),
+    (V035, 'helper:latest', '25.8B', 'gemma4-large'),
+    (V035, 'gemma4:e4b', '8.0B', 'gemma4-small'),
+    (V035, 'x-e4b-12b:latest', '11.9B', 'gemma4-small'),   # e2b/e4b is tested first
+    (V035, 'hf.co/unsloth/gemma-4-12b-it-GGUF:Q4_K_M', '11.9B', 'gemma4-large'),
+    (V035, 'hf.co/unsloth/gemma-4-E4B-it-GGUF:Q4_K_M', '8.0B', 'gemma4-small'),
+    (V035, 'ops/helper:26b', '11.9B', 'gemma4-large'),
+    (V035, 'tiny:latest', '500M', 'gemma4-small'),
+    (V035, 'odd:latest', 'lots', None),
+    # 0.21.0 - 0.30.2: no 12b name, threshold 16e9.
+    (V030, 'gemma4:12b', '11.9B', 'gemma4-small'),
+    (V021, 'gemma4:12b', '12B', 'gemma4-small'),
+    (V021, 'helper:latest', '25.8B', 'gemma4-large'),
+    (V0303, 'gemma4:12b', '11.9B', 'gemma4-large'),
+    # Before 0.21.0: one renderer.
+    (V020, 'gemma4:26b', '25.8B', 'gemma4'),
+])
+def test_resolution_per_version(version, short, size, expected):
+    rules = gemma4.rule_set(version)
+    assert gemma4.resolve('gemma4', short, size, rules)[0] == expected
+
+
+def test_the_lowered_threshold_applies_only_from_the_setting():
+    assert gemma4.resolve('gemma4', 'mygemma:latest', '11.9B', gemma4.rule_set(V035))[0] == 'gemma4-small'
+    lowered = gemma4.rule_set(V035, fixed_in=(0, 35, 0))
+    assert gemma4.resolve('gemma4', 'mygemma:latest', '11.9B', lowered)[0] == 'gemma4-large'
+
+
+def test_an_explicit_renderer_is_used_as_is():
+    assert gemma4.resolve('gemma4-large', 'mygemma:latest', '11.9B', gemma4.rule_set(V035))[0] == 'gemma4-large'
+    assert gemma4.stored_renderer('FROM x\nRENDERER gemma4-large\nPARSER gemma4\n') == 'gemma4-large'
+
+
+@pytest.fixture
+def standin():
+    server = OllamaStandIn()
+    yield server
+    server.close()
+
+
+def detect(server, **settings):
+    values = {'url': server.url}
+    values.update(settings)
+    ctx = AuditContext(settings=registry.validate_settings({'ollama_gemma4_renderer': values}))
+    return registry.run_one(ctx, det)
+
+
+def by_model(finding):
+    return dict((i['evidence']['model'], i) for i in finding['evidence'].get('instances', []))
+
+
+def test_the_write_ups_models_on_0_35_1(standin):
+    standin.models = {'gemma4:12b': model('11.9B'), 'mygemma:latest': model('11.9B'),
+                      'assistant:12b': model('11.9B'), 'pinned:latest': model('11.9B', renderer='gemma4-large'),
+                      'gemma4:e4b': model('8.0B'), 'llama3:8b': model('8.0B', renderer=None, family='llama')}
+    finding = detect(standin)
+    found = by_model(finding)
+    assert finding['status'] == 'affected'
+    assert found['mygemma:latest']['status'] == 'affected'
+    assert found['mygemma:latest']['evidence']['resolved_renderer'] == 'gemma4-small'
+    assert found['mygemma:latest']['evidence']['decided_by'].startswith('parameter count 11.9B')
+    for ok in ('gemma4:12b', 'assistant:12b', 'pinned:latest', 'gemma4:e4b'):
+        assert found[ok]['status'] == 'ok', found[ok]
+    assert 'llama3:8b' not in found
+    assert finding['evidence']['rule_set'] == '0.30.3 and later'
+    assert 'mygemma:latest' in finding['summary']
+
+
+def test_before_0_21_large_models_are_affected_and_cannot_be_pinned(standin):
+    standin.version = '0.20.7'
+    standin.models = {'gemma4:26b': model('25.8B'), 'pinned:latest': model('25.8B', renderer='gemma4-large')}
+    found = by_model(detect(standin))
+    assert found['gemma4:26b']['status'] == 'affected' and 'upgrade to 0.21.0' in found['gemma4:26b']['summary']
+    assert found['pinned:latest']['status'] == 'affected' and 'unknown renderer' in found['pinned:latest']['summary']
+
+
+def test_no_gemma4_model_is_not_applicable(standin):
+    standin.models = {'llama3:8b': model('8.0B', renderer=None, family='llama')}
+    assert detect(standin)['status'] == 'not_applicable'
+
+
+@pytest.mark.parametrize('mode,status,fragment', [
+    ('error', 'error', 'answered HTTP 500'),
+    ('garbage', 'error', 'did not answer JSON'),
+    ('slow', 'unknown', 'did not answer within 1.0 s'),
+])
+def test_a_misbehaving_server_gives_clear_results(standin, mode, status, fragment):
+    standin.mode = mode
+    started = time.monotonic()
+    finding = detect(standin, timeout=1)
+    assert time.monotonic() - started < 4
+    assert finding['status'] == status and fragment in finding['summary'], finding
+
+
+def test_nothing_listening_is_not_applicable(standin):
+    url = standin.url
+    standin.close()
+    finding = registry.run_one(AuditContext(settings=registry.validate_settings(
+        {'ollama_gemma4_renderer': {'url': url}})), det)
+    assert finding['status'] == 'not_applicable'
+
+
+def test_a_model_deleted_meanwhile_and_a_version_that_does_not_parse(standin):
+    standin.models = {'gone:latest': model('11.9B'), 'mygemma:latest': model('11.9B')}
+    standin.deleted = {'gone:latest'}
+    found = by_model(detect(standin))
+    assert found['gone:latest']['status'] == 'ok' and 'removed' in found['gone:latest']['summary']
+    standin.version = 'v-next'
+    assert detect(standin)['status'] == 'unknown'
+
+
+def test_a_huge_model_list_is_bounded(standin):
+    standin.models = dict(('m%d:latest' % n, model('11.9B')) for n in range(30))
+    finding = detect(standin, max_models=10)
+    assert finding['evidence']['skipped_models']['count'] == 20
+    assert len(finding['evidence']['instances']) == 10
+
+
+def test_only_loopback_is_talked_to():
+    ctx = AuditContext(settings=registry.validate_settings({'ollama_gemma4_renderer': {'url': 'http://192.0.2.1:11434'}}))
+    finding = registry.run_one(ctx, det)
+    assert finding['status'] == 'error' and 'only talk to loopback' in finding['summary']
