@@ -3,8 +3,12 @@
 It answers /api/version, /api/tags and /api/show the way Ollama does (names as
 DisplayShortest() with their tag; the stored RENDERER only in the modelfile
 text; details.parameter_size as "11.9B"), from a model table the test gives it,
-for a version the test chooses. Misbehaviours on request: slow, HTTP 500,
-non-JSON, a model deleted between /api/tags and /api/show.
+for a version the test chooses. /api/chat answers with a format the way the
+write-ups measured: a model on the native path (``native``) returns the schema's
+keys sorted; a thinking model answers some seeds (``direct_seeds``) at once,
+without thinking, with bare text that the schema never constrained.
+Misbehaviours on request: slow, HTTP 500, non-JSON, a model deleted between
+/api/tags and /api/show.
 """
 import json
 import threading
@@ -14,7 +18,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 def gemma4(parameter_size, renderer='gemma4', family='gemma4'):
     return {'renderer': renderer, 'parser': 'gemma4' if renderer else None, 'parameter_size': parameter_size,
-            'family': family}
+            'family': family, 'thinking': True}
+
+
+def plain(parameter_size='1.0B', family='gemma3', native=False, thinking=False, direct_seeds=()):
+    """A model without renderer or parser; ``native``: it takes the native chat path."""
+    return {'renderer': None, 'parser': None, 'parameter_size': parameter_size, 'family': family,
+            'native': native, 'thinking': thinking, 'direct_seeds': tuple(direct_seeds)}
 
 
 class OllamaStandIn:
@@ -65,6 +75,9 @@ class OllamaStandIn:
                     return
                 length = int(self.headers.get('Content-Length') or 0)
                 body = json.loads(self.rfile.read(length) or b'{}')
+                if self.path == '/api/chat':
+                    self._send(200, stand_in.chat(body))
+                    return
                 if self.path == '/api/show':
                     name = body.get('model') or body.get('name')
                     if name not in stand_in.models or name in stand_in.deleted:
@@ -95,7 +108,26 @@ class OllamaStandIn:
                 'renderer': '', 'parser': '',
                 'details': {'family': model['family'], 'families': [model['family']],
                             'parameter_size': model['parameter_size'], 'format': 'gguf'},
-                'capabilities': ['completion', 'thinking']}
+                'template': '' if model.get('native') else '{{ .Prompt }}',
+                'capabilities': ['completion'] + (['thinking'] if model.get('thinking') else [])}
+
+    def chat(self, body):
+        """One non-streamed /api/chat reply (think, format, seed honoured as measured)."""
+        model = self.models[body['model']]
+        schema = body.get('format') or {}
+        keys = list((schema.get('properties') or {}).keys())
+        if model.get('native'):
+            keys = sorted(keys)  # llamaServerChatResponseFormat() via map[string]any
+        seed = (body.get('options') or {}).get('seed')
+        message = {'role': 'assistant'}
+        if body.get('think') and model.get('thinking') and seed not in model.get('direct_seeds', ()):
+            message['thinking'] = 'The user wants a short answer.'
+            message['content'] = json.dumps(dict((k, 'Paris' if k == 'answer' else 'blue') for k in keys))
+        elif body.get('think') and model.get('thinking'):
+            message['content'] = 'Paris is the capital of France.'  # answered at once: never constrained
+        else:
+            message['content'] = '{' + ', '.join('"%s": "%s"' % (k, 'x') for k in keys) + '}'
+        return {'model': body['model'], 'message': message, 'done': True}
 
     def close(self):
         self.server.shutdown()

@@ -23,7 +23,9 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_format_think
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_schema_order
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
@@ -39,6 +41,8 @@ DETECTIONS = (
     podman_export_idmap,
     docker_overlay_sandbox,
     ollama_gemma4_renderer,
+    ollama_format_think,
+    ollama_schema_order,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)
 GROUPS = ('pi', 'llama', 'podman', 'docker', 'ollama', 'vllm')

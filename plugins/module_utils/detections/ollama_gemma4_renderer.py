@@ -21,6 +21,7 @@ import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 
 ID = 'ollama_gemma4_renderer'
@@ -43,36 +44,23 @@ REMEDIATION = make_remediation(
     disruption='none',
 )
 PROBES = ()
-SETTINGS = {
-    'url': {'type': 'str', 'default': 'http://127.0.0.1:11434',
-            'description': "Ollama's address on the audited host (loopback only)."},
-    'timeout': {'type': 'int', 'default': 10, 'min': 1, 'max': 300, 'description': 'Seconds one request may take.'},
-    'max_models': {'type': 'int', 'default': 500, 'min': 1, 'max': 100000,
-                   'description': 'Models read at most; the rest are counted and named as skipped.'},
+SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
     'fixed_in': {'type': 'version', 'default': None,
                  'description': 'First Ollama version with the 11.5e9 threshold (commit 122c7dab); unset while no release is confirmed.'},
-}
+})
 
 _SELF = sys.modules[__name__]
 
 
-def _get(settings, path, body=None):
-    url = settings['url'].rstrip('/') + path
-    _status, data = loopback_http.request_json(url, method='POST' if body is not None else 'GET', body=body,
-                                               timeout=settings['timeout'])
-    return data
-
-
-def _model_instance(settings, short, rules, version_text):
+def _model_instance(server, short, rules):
     name = 'model %s' % short
+    version_text = server.version_text
     try:
-        show = _get(settings, '/api/show', {'model': short})
+        show = server.show(short)
     except loopback_http.ProbeFailure as exc:
-        if exc.status == 404:
-            return instance(name, 'ok', '%s was removed while the list was read.' % name, {'model': short})
         return instance(name, exc.finding_status, '%s: /api/show failed: %s' % (name, exc), {'model': short})
-    if not isinstance(show, dict):
-        return instance(name, 'error', '%s: /api/show did not answer an object.' % name, {'model': short})
+    if show is None:
+        return instance(name, 'ok', '%s was removed while the list was read.' % name, {'model': short})
     details = show.get('details') if isinstance(show.get('details'), dict) else {}
     stored = gemma4.stored_renderer(show.get('modelfile'))
     families = [str(f) for f in (details.get('families') or []) if f] + [str(details.get('family') or '')]
@@ -106,34 +94,23 @@ def _model_instance(settings, short, rules, version_text):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    try:
-        version_text = (_get(settings, '/api/version') or {}).get('version')
-    except loopback_http.ProbeFailure as exc:
-        if exc.unreachable:
-            return make_finding(_SELF, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
-                                evidence={'url': settings['url'], 'reason': str(exc)})
-        raise
-    version = gemma4.version_tuple(version_text)
+    server = ollama_api.server_for(ctx, settings)
+    if server is None:
+        return make_finding(_SELF, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
+                            evidence={'url': settings['url']})
     fixed = gemma4.version_tuple(settings['fixed_in']) if settings.get('fixed_in') else None
-    rules = gemma4.rule_set(version, fixed)
-    evidence = {'url': settings['url'], 'ollama_version': version_text}
+    rules = gemma4.rule_set(server.version, fixed)
+    evidence = server.evidence()
     if rules is None:
         return make_finding(_SELF, 'unknown', 'Ollama at %s reports version %r, which does not parse; its rules '
-                            'cannot be chosen.' % (settings['url'], version_text), evidence=evidence)
+                            'cannot be chosen.' % (settings['url'], server.version_text), evidence=evidence)
     evidence.update(rule_set=rules['name'], rule_source=rules['source'])
-    tags = _get(settings, '/api/tags') or {}
-    models = [m.get('name') or m.get('model') for m in (tags.get('models') or []) if isinstance(m, dict)]
-    models = [m for m in models if isinstance(m, str) and m]
-    evidence['models'] = len(models)
-    if len(models) > settings['max_models']:
-        evidence['skipped_models'] = {'count': len(models) - settings['max_models'],
-                                      'first': models[settings['max_models']:settings['max_models'] + 10]}
-        models = models[:settings['max_models']]
-    instances = [_model_instance(settings, short, rules, version_text) for short in models]
+    instances = [_model_instance(server, short, rules) for short in server.models]
     relevant = [i for i in instances if i['status'] != 'not_applicable']
+    version_text = server.version_text
     if not relevant:
         return make_finding(_SELF, 'not_applicable', 'No Gemma 4 model with a gemma4 renderer on Ollama %s (%d model(s)).'
-                            % (version_text, len(models)), evidence=evidence)
+                            % (version_text, server.total), evidence=evidence)
     bad = [i for i in relevant if i['status'] == 'affected']
     if bad:
         summary = '%d Gemma 4 model(s) of 12B or more get the wrong template on Ollama %s: %s.' % (

@@ -71,14 +71,18 @@ def full_name(short):
     return 'registry.ollama.ai/library/' + name
 
 
-def stored_renderer(modelfile):
-    """The RENDERER line of /api/show's modelfile text (the stored value), or None."""
-    found = None
+def stored_directives(modelfile):
+    """{'RENDERER': value, 'PARSER': value} from /api/show's modelfile text: the stored values."""
+    found = {}
     for line in str(modelfile or '').splitlines():
         words = line.strip().split(None, 1)
-        if len(words) == 2 and words[0].upper() == 'RENDERER':
-            found = words[1].strip().strip('"')
+        if len(words) == 2 and words[0].upper() in ('RENDERER', 'PARSER'):
+            found[words[0].upper()] = words[1].strip().strip('"')
     return found
+
+
+def stored_renderer(modelfile):
+    return stored_directives(modelfile).get('RENDERER')
 
 
 def _by_name(name, rules):

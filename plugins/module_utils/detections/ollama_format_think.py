@@ -1,0 +1,153 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""ollama_format_think: with think and a format, a reply that skips thinking is not held to the schema.
+
+Since 0.12.4 (PR #12460) a request with ``think: true`` and a ``format`` runs a
+first pass without the format and turns it on only after thinking was seen; a
+model that answers at once, without thinking, is never constrained: bare text
+where JSON was required, HTTP 200. From 0.21.1 ``think: false`` applies the
+format at once. No release is known to fix the direct-answer case.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import sys
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+
+ID = 'ollama_format_think'
+GROUP = 'ollama'
+APPLIES = {'image': False, 'binary': None, 'root': None}
+TITLE = 'Ollama does not hold a thinking model to the schema when it answers without thinking'
+REFERENCES = [
+    'https://github.com/ollama/ollama/pull/12460 (77060d462: format only after thinking was seen, first tag v0.12.4)',
+    'ollama/ollama server/routes.go @ fb3076099: the first pass runs with currentFormat = nil',
+    'https://github.com/ollama/ollama/pull/15678 (5d1021603: think false applies the format at once, v0.21.1)',
+    'https://github.com/ollama/ollama/pull/18479 ("a model that answers without thinking stays unconstrained"; merge and release NOT CONFIRMED)',
+]
+REMEDIATION = make_remediation(
+    manual=[
+        'Send think: false with a format (0.21.1 and later apply the schema from the first token).',
+        'Validate every structured reply against its schema in the client; retry when it does not parse.',
+    ],
+    disruption='none',
+)
+PROBES = ('format_think',)
+SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
+    'fixed_in': {'type': 'version', 'default': None,
+                 'description': 'First Ollama version that holds direct answers to the schema; unset while none is known.'},
+    'probe_models': {'type': 'list', 'elements': 'str', 'default': [],
+                     'description': 'Models the format_think probe asks (default: every thinking model, up to probe_max_models).'},
+    'probe_max_models': {'type': 'int', 'default': 3, 'min': 1, 'max': 50,
+                         'description': 'Models the probe asks, at most.'},
+    'probe_seeds': {'type': 'int', 'default': 2, 'min': 1, 'max': 10,
+                    'description': 'Seeds per prompt: the probe sends 3 prompts x this many requests per model.'},
+    'probe_timeout': {'type': 'int', 'default': 120, 'min': 1, 'max': 1800,
+                      'description': 'Seconds one probe request may take (the model may have to load).'},
+})
+
+_SELF = sys.modules[__name__]
+AFFECTED_FROM = (0, 12, 4)
+SCHEMA = {'type': 'object', 'properties': {'answer': {'type': 'string'}}, 'required': ['answer']}
+PROMPTS = ('What is the capital of France?', 'How many legs does a spider have?', 'Say hello.')
+
+
+def _holds(content):
+    try:
+        data = json.loads(content or '')
+    except (TypeError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get('answer'), str)
+
+
+def _probe(settings, model):
+    counts = {'requests': 0, 'skipped_thinking': 0, 'broke_schema_without_thinking': 0, 'broke_schema_with_thinking': 0}
+    examples = []
+    for prompt in PROMPTS:
+        for seed in range(1, settings['probe_seeds'] + 1):
+            body = {'model': model, 'stream': False, 'think': True, 'format': SCHEMA,
+                    'messages': [{'role': 'user', 'content': prompt}],
+                    'options': {'seed': seed, 'temperature': 0.7, 'num_predict': 256}}
+            reply = ollama_api.call(settings, '/api/chat', body, timeout=settings['probe_timeout'])
+            message = (reply or {}).get('message') if isinstance(reply, dict) else None
+            message = message if isinstance(message, dict) else {}
+            counts['requests'] += 1
+            thought = bool(str(message.get('thinking') or '').strip())
+            held = _holds(message.get('content'))
+            if not thought:
+                counts['skipped_thinking'] += 1
+            if not held:
+                counts['broke_schema_with_thinking' if thought else 'broke_schema_without_thinking'] += 1
+                if len(examples) < 3:
+                    examples.append({'prompt': prompt, 'seed': seed, 'thinking': thought,
+                                     'content': str(message.get('content'))[:160]})
+    return counts, examples
+
+
+def _model_instance(ctx, server, model, settings, budget):
+    name = 'model %s' % model
+    show = server.show(model)
+    if show is None:
+        return None
+    capabilities = [str(c) for c in (show.get('capabilities') or []) if c]
+    if 'thinking' not in capabilities:
+        return None
+    evidence = {'model': model, 'capabilities': capabilities}
+    wanted = settings['probe_models']
+    if 'format_think' in ctx.probes and budget[0] > 0 and (not wanted or model in wanted):
+        budget[0] -= 1
+        try:
+            counts, examples = _probe(settings, model)
+        except loopback_http.ProbeFailure as exc:
+            return instance(name, exc.finding_status, '%s: the probe failed: %s' % (name, exc), evidence)
+        evidence['probe'] = dict(counts, examples=examples)
+        broke = counts['broke_schema_without_thinking'] + counts['broke_schema_with_thinking']
+        if broke:
+            return instance(name, 'affected', '%s: measured, %d of %d replies skipped thinking and %d broke the schema '
+                            '(%d of those without thinking).' % (name, counts['skipped_thinking'], counts['requests'],
+                                                                 broke, counts['broke_schema_without_thinking']), evidence)
+        return instance(name, 'ok', '%s: measured, %d of %d replies skipped thinking and every reply held the schema.'
+                        % (name, counts['skipped_thinking'], counts['requests']), evidence)
+    return instance(name, 'at_risk', '%s thinks: with think true and a format, a reply that skips thinking is not '
+                    'held to the schema.' % name, evidence)
+
+
+def detect(ctx):
+    settings = ctx.settings_for(_SELF)
+    server = ollama_api.server_for(ctx, settings)
+    if server is None:
+        return make_finding(_SELF, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
+                            evidence={'url': settings['url']})
+    evidence = dict(server.evidence(), probe='format_think' in ctx.probes)
+    if server.version is None:
+        return make_finding(_SELF, 'unknown', 'Ollama reports version %r, which does not parse.' % server.version_text,
+                            evidence=evidence)
+    fixed = hostio.version_tuple(settings['fixed_in']) if settings.get('fixed_in') else None
+    if server.version < AFFECTED_FROM or (fixed and server.version >= fixed):
+        return make_finding(_SELF, 'ok', 'Ollama %s applies the format without waiting for thinking.' % server.version_text,
+                            evidence=evidence)
+    budget = [settings['probe_max_models']]
+    instances = []
+    for model in server.models:
+        try:
+            found = _model_instance(ctx, server, model, settings, budget)
+        except loopback_http.ProbeFailure as exc:
+            found = instance('model %s' % model, exc.finding_status, 'model %s: %s' % (model, exc), {'model': model})
+        if found is not None:
+            instances.append(found)
+    if not instances:
+        return make_finding(_SELF, 'not_applicable', 'No thinking model on Ollama %s.' % server.version_text, evidence=evidence)
+    bad = [i for i in instances if i['status'] == 'affected']
+    if bad:
+        summary = 'Measured: %d thinking model(s) broke the schema: %s.' % (len(bad), ', '.join(i['evidence']['model'] for i in bad))
+    else:
+        risky = [i for i in instances if i['status'] == 'at_risk']
+        summary = ('%d thinking model(s) are not held to a schema when they answer without thinking (think: true).'
+                   % len(risky)) if risky else 'Every thinking model held the schema in the probe.'
+    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)
