@@ -35,6 +35,8 @@ REFERENCES = [
     'ollama/ollama#18824 (the write-up\'s report; not found upstream)',
 ]
 REMEDIATION = make_remediation(
+    role='homelab.postmortem.ollama_gemma4_renderer',
+    module='homelab.postmortem.ollama_gemma4_renderer_fix',
     manual=[
         'Pin the renderer: re-create the model with RENDERER gemma4-large (and PARSER gemma4) in its Modelfile, '
         'or POST /api/create with "renderer": "gemma4-large"; needs Ollama 0.21.0 or later.',
