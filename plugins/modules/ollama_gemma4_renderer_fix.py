@@ -136,16 +136,11 @@ KEPT = ('system', 'template', 'parameters', 'license', 'messages')
 
 def pinned_modelfile(modelfile, renderer):
     """The Modelfile text with RENDERER set and PARSER gemma4 present (other lines untouched)."""
-    lines = [line for line in str(modelfile or '').splitlines()]
     out, seen = [], set()
-    for line in lines:
+    for line in str(modelfile or '').splitlines():
         word = line.strip().split(None, 1)[0].upper() if line.strip() else ''
-        if word == 'RENDERER':
-            out.append('RENDERER %s' % renderer)
-            seen.add(word)
-        else:
-            out.append(line)
-            seen.add(word)
+        seen.add(word)
+        out.append('RENDERER %s' % renderer if word == 'RENDERER' else line)
     if 'RENDERER' not in seen:
         out.append('RENDERER %s' % renderer)
     if 'PARSER' not in seen:

@@ -120,14 +120,10 @@ def _model_instance(ctx, server, model, settings, budget):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    server = ollama_api.server_for(ctx, settings)
-    if server is None:
-        return make_finding(_SELF, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
-                            evidence={'url': settings['url']})
+    server, early = ollama_api.connect(ctx, _SELF, settings)
+    if early:
+        return early
     evidence = dict(server.evidence(), probe='format_think' in ctx.probes)
-    if server.version is None:
-        return make_finding(_SELF, 'unknown', 'Ollama reports version %r, which does not parse.' % server.version_text,
-                            evidence=evidence)
     fixed = hostio.version_tuple(settings['fixed_in']) if settings.get('fixed_in') else None
     if server.version < AFFECTED_FROM or (fixed and server.version >= fixed):
         return make_finding(_SELF, 'ok', 'Ollama %s applies the format without waiting for thinking.' % server.version_text,

@@ -96,16 +96,12 @@ def _model_instance(server, short, rules):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    server = ollama_api.server_for(ctx, settings)
-    if server is None:
-        return make_finding(_SELF, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
-                            evidence={'url': settings['url']})
+    server, early = ollama_api.connect(ctx, _SELF, settings)
+    if early:
+        return early
     fixed = gemma4.version_tuple(settings['fixed_in']) if settings.get('fixed_in') else None
     rules = gemma4.rule_set(server.version, fixed)
     evidence = server.evidence()
-    if rules is None:
-        return make_finding(_SELF, 'unknown', 'Ollama at %s reports version %r, which does not parse; its rules '
-                            'cannot be chosen.' % (settings['url'], server.version_text), evidence=evidence)
     evidence.update(rule_set=rules['name'], rule_source=rules['source'])
     instances = [_model_instance(server, short, rules) for short in server.models]
     relevant = [i for i in instances if i['status'] != 'not_applicable']

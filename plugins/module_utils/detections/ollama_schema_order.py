@@ -118,16 +118,12 @@ def _model_instance(ctx, server, model, go_template, probe_budget):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    server = ollama_api.server_for(ctx, settings)
-    if server is None:
-        return make_finding(_SELF, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
-                            evidence={'url': settings['url']})
+    server, early = ollama_api.connect(ctx, _SELF, settings)
+    if early:
+        return early
     evidence = server.evidence()
     go_template, source = _go_template(ctx)
     evidence.update(ollama_go_template=go_template, ollama_go_template_from=source, probe='schema_order' in ctx.probes)
-    if server.version is None:
-        return make_finding(_SELF, 'unknown', 'Ollama reports version %r, which does not parse.' % server.version_text,
-                            evidence=evidence)
     if server.version < NATIVE_FROM:
         return make_finding(_SELF, 'ok', 'Ollama %s has no native chat path (it arrived in 0.30.0).' % server.version_text,
                             evidence=evidence)

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 
 COMMON_SETTINGS = {
@@ -64,6 +65,20 @@ class Ollama(object):
         if self.skipped:
             found['skipped_models'] = {'count': len(self.skipped), 'first': self.skipped[:10]}
         return found
+
+
+def connect(ctx, detection, settings):
+    """(server, None), or (None, the finding) when nothing answers (not_applicable) or the version
+    does not parse (unknown): the same first answer for every ollama_* detection."""
+    server = server_for(ctx, settings)
+    if server is None:
+        return None, make_finding(detection, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
+                                  evidence={'url': settings['url']})
+    if server.version is None:
+        return None, make_finding(detection, 'unknown', 'Ollama at %s reports version %r, which does not parse; its '
+                                  'rules cannot be chosen.' % (settings['url'], server.version_text),
+                                  evidence=server.evidence())
+    return server, None
 
 
 def server_for(ctx, settings):
