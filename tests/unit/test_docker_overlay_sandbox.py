@@ -142,3 +142,28 @@ def test_a_socket_we_may_not_open_is_unknown():
     problem = api.DockerApi('/run/docker.sock')._socket_problem(OSError(errno.EACCES, 'Permission denied'))
     assert problem.finding_status == 'unknown'
     assert str(problem) == 'permission denied on /run/docker.sock: run the audit as root (become: true)'
+
+
+def test_a_daemon_not_in_swarm_mode_without_overlay_networks_is_not_applicable(tmp_path):
+    sock = str(tmp_path / 'docker.sock')
+    FakeDaemon(sock, {'/version': (200, {'Version': '20.10.24'}),
+                      '/info': (200, {'Swarm': {'LocalNodeState': 'inactive', 'NodeID': ''}}),
+                      '/networks': (200, [])})
+    ctx = AuditContext(settings=registry.validate_settings({'docker_overlay_sandbox': {'socket': sock, 'journal_unit': ''}}),
+                       euid=0, proc_root=str(tmp_path / 'proc'))
+    finding = registry.run_one(ctx, det)
+    assert finding['status'] == 'not_applicable'
+    assert finding['summary'] == 'No overlay network on this daemon (swarm inactive).'
+
+
+def test_a_container_that_exits_during_the_scan_is_not_an_error(tmp_path):
+    sock = str(tmp_path / 'docker.sock')
+    containers = {'c' * 64: {'Name': 'gone', 'EndpointID': 'e', 'MacAddress': '02:42:0a:00:01:09', 'IPv4Address': '10.0.1.9/24'}}
+    routes_now = routes(containers=containers, failed=False)
+    # /containers/<id>/json answers 404: the container left between the network list and its inspect.
+    FakeDaemon(sock, routes_now)
+    ctx = AuditContext(settings=registry.validate_settings({'docker_overlay_sandbox': {
+        'socket': sock, 'exec_root': str(tmp_path), 'journal_unit': ''}}), euid=0, proc_root=str(tmp_path / 'proc'))
+    finding = registry.run_one(ctx, det)
+    item = finding['evidence']['instances'][0]
+    assert item['status'] == 'ok' and 'left while it was read' in item['summary']
