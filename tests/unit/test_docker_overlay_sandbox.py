@@ -167,3 +167,14 @@ def test_a_container_that_exits_during_the_scan_is_not_an_error(tmp_path):
     finding = registry.run_one(ctx, det)
     item = finding['evidence']['instances'][0]
     assert item['status'] == 'ok' and 'left while it was read' in item['summary']
+
+
+@pytest.mark.parametrize('answer,count,source', [
+    ((0, 'x\nlevel=warning msg="Peer entry was not in db"\nPeer entry was not in db\n', ''), 2, 'journal of docker.service'),
+    ((0, '', 'No journal files were found.\n'), None, 'not read: No journal files were found.'),
+    ((1, '', 'Failed to add filter\n'), None, 'not read: Failed to add filter'),
+])
+def test_peer_entry_warnings_are_counted_from_the_journal(answer, count, source):
+    ctx = AuditContext(run_command=lambda cmd: answer, which=lambda name: '/usr/bin/' + name)
+    found, where = det._peer_warnings(ctx, 'docker.service')  # pylint: disable=protected-access
+    assert found == count and where.startswith(source)
