@@ -17,7 +17,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import (
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_DETECTION_TIMEOUT, CommandRunner)
 
-COLLECTION_VERSION = '0.1.0'
+COLLECTION_VERSION = '0.2.0'
 
 
 def root_problem(root, local_checks=True):

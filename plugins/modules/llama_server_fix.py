@@ -17,6 +17,10 @@ description:
     the C(llama_lora_cache) and C(llama_sleep_race) detections do.
   - With I(cache_ram_off), adds C(--cache-ram 0) (or sets an existing C(-cram)/C(--cache-ram) to 0)
     for instances that load LoRA adapters with the RAM prompt cache on.
+  - With I(no_cache_prompt), adds C(--no-cache-prompt) (or turns an existing C(--cache-prompt) into it)
+    for instances that load LoRA adapters with prompt caching on. That closes the global path
+    (scales changed with C(POST /lora-adapters)), which C(--cache-ram 0) leaves open, because a slot
+    reuses its own prefix computed under the old scale. The cost is all prefix reuse.
   - With I(restart_on_failure), sets C(Restart=on-failure) for instances with sleep mode on whose
     unit would not restart them after a crash. With I(disable_sleep), sets
     C(--sleep-idle-seconds -1) on them as well.
@@ -33,6 +37,13 @@ options:
     description: Turn the RAM prompt cache off on instances that serve LoRA adapters with it on.
     type: bool
     default: true
+  no_cache_prompt:
+    description:
+      - Turn prompt caching off on instances that serve LoRA adapters with it on.
+      - Without it, those instances are listed in C(global_path_open).
+    type: bool
+    default: false
+    version_added: 0.2.0
   restart_on_failure:
     description: Make systemd restart sleep-mode instances after a crash.
     type: bool
@@ -72,7 +83,7 @@ units:
     - unit: llama.service
       pids: [4242]
       mode: drop_in
-      fixes: {cache_ram_off: true, restart_on_failure: true, disable_sleep: false}
+      fixes: {cache_ram_off: true, no_cache_prompt: false, restart_on_failure: true, disable_sleep: false}
       files: [/etc/systemd/system/llama.service.d/50-homelab-postmortem.conf]
       changed: true
 unmanaged:
@@ -80,6 +91,17 @@ unmanaged:
   returned: always
   type: list
   elements: dict
+global_path_open:
+  description:
+    - Instances that serve LoRA adapters with prompt caching on and that I(no_cache_prompt) did not
+      cover; clients that change scales with C(POST /lora-adapters) can get answers from KV of the
+      old scale there.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {pid: 4242, cache_prompt_source: default}
+  version_added: 0.2.0
 backups:
   description: Backup copies made before writing.
   returned: always
@@ -96,24 +118,38 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.context import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 
-def needed_fixes(process, params):
-    """What this instance needs, from the same facts the detections use."""
+MANUAL_STEPS = {
+    'cache_ram_off': 'add --cache-ram 0',
+    'no_cache_prompt': 'add --no-cache-prompt',
+    'restart_on_failure': 'have its supervisor restart it when it crashes',
+    'disable_sleep': 'add --sleep-idle-seconds -1',
+}
+
+
+def needed_fixes(ctx, process, params):
+    """(fixes, caching): what this instance needs, from the same facts the detections use."""
     environ = process.environ() or {}
-    wants_cache = False
-    if params['cache_ram_off'] and llama_server.lora_adapters(process.argv):
-        value, _source = llama_server.resolve(llama_server.CACHE_RAM, process.argv, environ)
-        wants_cache = llama_server.as_int(value) != 0
+    wants_cache = wants_no_caching = False
+    caching = (None, None)
+    if llama_server.lora_adapters(process.argv):
+        value, _source, _problems = llama_server.resolve_configured(ctx, llama_server.CACHE_RAM, process, environ)
+        wants_cache = bool(params['cache_ram_off']) and llama_server.as_int(value) != 0
+        enabled, source, _problems = llama_server.cache_prompt(ctx, process, environ)
+        caching = (enabled is not False, source)
+        wants_no_caching = bool(params['no_cache_prompt']) and caching[0]
     seconds = llama_server.as_int(llama_server.resolve(llama_server.SLEEP_IDLE_SECONDS, process.argv, environ)[0])
     sleeping = seconds is not None and seconds >= 0
     return {'cache_ram_off': wants_cache,
+            'no_cache_prompt': wants_no_caching,
             'restart_on_failure': bool(params['restart_on_failure'] and sleeping),
-            'disable_sleep': bool(params['disable_sleep'] and sleeping)}
+            'disable_sleep': bool(params['disable_sleep'] and sleeping)}, caching
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             cache_ram_off=dict(type='bool', default=True),
+            no_cache_prompt=dict(type='bool', default=False),
             restart_on_failure=dict(type='bool', default=True),
             disable_sleep=dict(type='bool', default=False),
             units=dict(type='list', elements='str', default=[]),
@@ -124,16 +160,18 @@ def main():
     params = module.params
     ctx = AuditContext(which=module.get_bin_path)
     processes, _problems = llama_server.processes(ctx)
-    per_unit, unmanaged = {}, []
+    per_unit, unmanaged, global_path_open = {}, [], []
     for process in processes:
-        fixes = needed_fixes(process, params)
+        fixes, caching = needed_fixes(ctx, process, params)
+        if caching[0] and not fixes['no_cache_prompt']:
+            global_path_open.append({'pid': process.pid, 'cache_prompt_source': caching[1]})
         if not any(fixes.values()):
             continue
         unit, scope = hostio.systemd_unit_from_cgroup(process.cgroup_lines())
         if unit is None or scope != 'system':
             unmanaged.append({'pid': process.pid, 'fixes': fixes,
-                              'manual': 'not started by a system service: add %s to its command line by hand'
-                                        % ', '.join(k for k, v in fixes.items() if v)})
+                              'manual': 'not started by a system service: change it by hand: %s'
+                                        % '; '.join(MANUAL_STEPS[k] for k, v in fixes.items() if v)})
             continue
         if params['units'] and unit not in params['units']:
             continue
@@ -163,7 +201,8 @@ def main():
     backups = []
     if writes and not module.check_mode:
         backups = filewrite.write_all(module, writes, params['backup'])
-    module.exit_json(changed=bool(writes), units=results, unmanaged=unmanaged, backups=backups, diff=diffs)
+    module.exit_json(changed=bool(writes), units=results, unmanaged=unmanaged, global_path_open=global_path_open,
+                     backups=backups, diff=diffs)
 
 
 if __name__ == '__main__':

@@ -13,5 +13,15 @@ def test_instances_without_a_unit_are_reported_not_touched(tmp_path, llama_serve
     payload = json.loads(result.stdout.split(' => ', 1)[1])
     assert payload['changed'] is False and payload['units'] == []
     mine = [u for u in payload['unmanaged'] if u['pid'] == server.pid]
-    assert mine and mine[0]['fixes'] == {'cache_ram_off': True, 'restart_on_failure': True, 'disable_sleep': False}
+    assert mine and mine[0]['fixes'] == {'cache_ram_off': True, 'no_cache_prompt': False,
+                                         'restart_on_failure': True, 'disable_sleep': False}
     assert 'not started by a system service' in mine[0]['manual']
+    # Without no_cache_prompt the global path stays open, and the module says so.
+    assert {'pid': server.pid, 'cache_prompt_source': 'default'} in payload['global_path_open']
+    closing = json.loads(run_module(tmp_path, 'homelab.postmortem.llama_server_fix', {'no_cache_prompt': True},
+                                    check=True).stdout.split(' => ', 1)[1])
+    mine = [u for u in closing['unmanaged'] if u['pid'] == server.pid]
+    assert mine[0]['fixes']['no_cache_prompt'] is True
+    assert mine[0]['manual'] == ('not started by a system service: change it by hand: add --cache-ram 0; '
+                                 'add --no-cache-prompt; have its supervisor restart it when it crashes')
+    assert all(entry['pid'] != server.pid for entry in closing['global_path_open'])

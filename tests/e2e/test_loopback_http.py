@@ -1,6 +1,7 @@
 """The probes' HTTP helper against real servers on loopback: a real llama-server,
 and small HTTP servers started here that answer garbage, errors, or too late."""
 import http.server
+import json
 import threading
 import time
 
@@ -23,8 +24,54 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_POST(self):  # noqa: N802 - http.server's naming
+        self.do_GET()
+
     def log_message(self, *args):
         pass
+
+
+class AlmostLlama(http.server.BaseHTTPRequestHandler):
+    """Answers llama-server's paths with the right shapes and nonsense values."""
+    scales = [{'id': 0, 'scale': 0.5, 'path': 'a.gguf'}]
+
+    def reply(self, value):
+        body = json.dumps(value).encode()
+        self.send_response(200)
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):  # noqa: N802
+        if self.path == '/props':
+            self.reply({'total_slots': 1})
+        else:
+            self.reply(self.scales)
+
+    def do_POST(self):  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+        if self.path == '/lora-adapters':
+            AlmostLlama.scales = [dict(a, path='a.gguf') for a in body]
+            self.reply({'success': True})
+        else:
+            self.reply({'content': 'same', 'id_slot': 'zero', 'timings': {'cache_n': 'lots'},
+                        'completion_probabilities': [{'top_logprobs': [{'token': 5, 'logprob': 'NaN'}]}]})
+
+    def log_message(self, *args):
+        pass
+
+
+def serve(handler):
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', free_port()), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.fixture
+def almost_llama():
+    server = serve(AlmostLlama)
+    yield 'http://127.0.0.1:%d' % server.server_address[1]
+    server.shutdown()
 
 
 @pytest.fixture
@@ -64,9 +111,22 @@ def test_nothing_listening_and_non_loopback_urls():
 
 
 def test_llama_probes_on_something_that_is_not_llama_server(garbage_server):
-    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
-    for probe in (llama_probes.lora_cache, llama_probes.spec_logprobs):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe, probes as llama_probes
+    for probe in (lora_probe.lora_cache, llama_probes.spec_logprobs):
         result = probe(garbage_server + '/html')  # every path answers HTML or {"ok": true}
         assert result['verdict'] == 'unknown' and result['reason']
-    down = llama_probes.lora_cache('http://127.0.0.1:%d' % free_port())
+    down = lora_probe.lora_cache('http://127.0.0.1:%d' % free_port())
     assert down['verdict'] == 'unknown' and 'cannot be reached' in down['reason']
+
+
+def test_lora_probe_on_a_server_that_answers_nonsense_values(almost_llama):
+    """Right shapes, wrong values: no traceback, no verdict it cannot back, scales put back."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
+    result = lora_probe.lora_cache(almost_llama)
+    assert result['verdict'] == 'unknown', result
+    for path in lora_probe.PATHS:
+        assert result['paths'][path]['verdict'] == 'unknown'
+        assert 'does not change' in result['paths'][path]['reason']
+    assert result['paths']['global_slot']['scales_restored'] is True
+    assert AlmostLlama.scales == [{'id': 0, 'scale': 0.5, 'path': 'a.gguf'}]
+    assert result['requests'] <= 4 + 3 * (24 + 4 * 1)

@@ -1,13 +1,13 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""llama_lora_cache: the RAM prompt cache restores KV computed under another LoRA scale.
+"""llama_lora_cache: a request gets an answer decoded on KV computed under another LoRA scale.
 
-Cache entries are keyed by tokens only. A prompt computed under scale A, pushed
-out of its slot, and asked for again under scale B comes back from the cache
-with A's KV: the answer is neither A's nor B's, and nothing says so but
-cache_n. Servers that load adapters with --cache-ram on (the default) are
-at_risk; the lora_cache probe measures it.
+Two ways in (llama.cpp b11434 tools/server/server-context.cpp): the RAM prompt cache restores
+an entry by tokens only, whatever scale computed it; and after POST /lora-adapters a request
+without a "lora" field reuses its slot's prefix without comparing adapters. Prompt caching on
+(the default) with adapters loaded is at_risk: the global path even with --cache-ram 0, both
+paths with the RAM cache on. The lora_cache probe measures each path with a same-scale control.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding, make_remediation
 
@@ -24,19 +24,22 @@ ID = 'llama_lora_cache'
 GROUP = 'llama'
 # Preset files can be read in an image; processes only on a live host.
 APPLIES = {'image': True, 'binary': None, 'root': None}
-TITLE = "llama-server's prompt cache reuses KV computed under a different LoRA scale"
+TITLE = "llama-server answers from KV computed under a different LoRA scale"
 REFERENCES = [
     'https://github.com/ggml-org/llama.cpp/issues/26207',
-    'llama.cpp tools/server/server-task.h (server_prompt has no adapter field) and launch_slot_with_task',
+    'llama.cpp b11434 tools/server/server-context.cpp: get_available_slot (prompt_load by tokens) and '
+    'launch_slot_with_task (adapters compared only for requests with a "lora" field)',
+    'llama.cpp b11434 common/arg.cpp: --cache-prompt/--no-cache-prompt, LLAMA_ARG_CACHE_PROMPT, '
+    'common_params_apply_system_config',
 ]
 REMEDIATION = make_remediation(
     role='homelab.postmortem.llama_server',
-    role_vars={'llama_server_cache_ram_off': True, 'llama_server_restart': True},
+    role_vars={'llama_server_cache_ram_off': True, 'llama_server_lora_global_path': True, 'llama_server_restart': True},
     manual=[
-        'Start llama-server with --cache-ram 0 when it serves more than one LoRA setting.',
-        'Or send "cache_prompt": false on every request (entries are written whatever the flag says).',
-        'Clients that change scales with POST /lora-adapters: send "cache_prompt": false as well; '
-        'measured here, the global path mixes up KV even with --cache-ram 0.',
+        'Start llama-server with --cache-ram 0 when it serves more than one LoRA setting: closes the '
+        'RAM-cache restore (both per-request and global clients).',
+        'Clients that change scales with POST /lora-adapters: also --no-cache-prompt (no prefix reuse at all); '
+        'a client that sends "cache_prompt": true itself brings the risk back.',
     ],
     disruption='restart',
 )
@@ -44,58 +47,119 @@ PROBES = ('lora_cache',)
 SETTINGS = {
     'preset_paths': {'type': 'list', 'elements': 'str', 'default': [],
                      'description': 'Router preset INI files to read besides those named by running routers.'},
+    'clients_force_cache_prompt': {
+        'type': 'bool', 'default': False,
+        'description': 'Clients send "cache_prompt": true themselves, which overrides --no-cache-prompt: judge '
+                       'servers as if prompt caching were on, and send it in the probe\'s measured requests.'},
+    'probe_markers': {'type': 'int', 'default': lora_probe.DEFAULT_MARKERS, 'min': 3, 'max': 10,
+                      'description': 'Random probe prompts per path, each measured across a scale change and '
+                                     'with the same scale (the control).'},
 }
 
 _SELF = sys.modules[__name__]
 LORA_KEYS = ('lora', 'lora-scaled')
 
 
+def paths_at_risk(cache_ram, caching):
+    """The probe paths this configuration leaves open, from its settings alone."""
+    if not caching:
+        return []
+    if cache_ram == 0:
+        return ['global_slot']
+    return ['per_request_restore', 'global_restore', 'global_slot']
+
+
+def _risk_summary(name, adapters, cache_ram, cache_ram_source, caching_source, risks, forced):
+    count = '%s serves %d LoRA adapter(s)' % (name, len(adapters))
+    if not risks:
+        return '%s with prompt caching off (%s): no KV is reused across a scale change; clients that send ' \
+               '"cache_prompt": true bring the risk back.' % (count, caching_source)
+    caching = 'clients force prompt caching' if forced else 'prompt caching on (%s)' % caching_source
+    if 'per_request_restore' in risks:
+        return ('%s with %s and the RAM cache on (--cache-ram %d, %s): a prompt can come back from the cache '
+                'computed under another scale, and after POST /lora-adapters a slot reuses KV of the old scale.'
+                % (count, caching, cache_ram, cache_ram_source))
+    return ('%s with the RAM cache off but %s: after POST /lora-adapters a slot reuses its own prefix '
+            'computed under the old scale (--no-cache-prompt closes it).' % (count, caching))
+
+
 def _process_instance(ctx, process):
+    settings = ctx.settings_for(_SELF)
     environ = process.environ() or {}
     evidence = llama_server.process_evidence(process)
     adapters = llama_server.lora_adapters(process.argv)
-    value, source = llama_server.resolve(llama_server.CACHE_RAM, process.argv, environ)
+    value, cache_ram_source, problems = llama_server.resolve_configured(ctx, llama_server.CACHE_RAM, process, environ)
     cache_ram = llama_server.as_int(value)
+    caching, caching_source, more_problems = llama_server.cache_prompt(ctx, process, environ)
     init_without_apply = llama_server.has_flag(process.argv, '--lora-init-without-apply')
     evidence.update(adapters=adapters, cache_ram=cache_ram if cache_ram is not None else value,
-                    cache_ram_source=source, lora_init_without_apply=init_without_apply)
+                    cache_ram_source=cache_ram_source, cache_prompt=caching, cache_prompt_source=caching_source,
+                    lora_init_without_apply=init_without_apply)
+    config_problems = sorted(set(problems + more_problems))
+    if config_problems:
+        evidence['config_problems'] = config_problems
     name = llama_server.describe_process(process)
     if not adapters:
         return instance(name, 'ok', '%s loads no LoRA adapter.' % name, evidence)
     if cache_ram is None:
-        return instance(name, 'error', '%s: --cache-ram %r is not a number.' % (name, value), evidence)
+        return instance(name, 'error', '%s: --cache-ram %r (%s) is not a number.' % (name, value, cache_ram_source), evidence)
+    if caching is None:
+        return instance(name, 'error', '%s: %s=%r is not a value llama-server accepts.'
+                        % (name, llama_server.CACHE_PROMPT.env, environ.get(llama_server.CACHE_PROMPT.env)), evidence)
     evidence['supervisor'] = llama_server.supervisor(ctx, process)
-    if cache_ram == 0:
-        status, summary = 'ok', ('%s serves %d LoRA adapter(s) with the RAM cache off (--cache-ram 0).'
-                                 % (name, len(adapters)))
-    else:
-        status, summary = 'at_risk', ('%s serves %d LoRA adapter(s) with the RAM cache on (--cache-ram %d, %s): '
-                                      'a prompt can come back from the cache computed under another scale.'
-                                      % (name, len(adapters), cache_ram, source))
+    forced = settings['clients_force_cache_prompt']
+    risks = paths_at_risk(cache_ram, caching or forced)
+    evidence['paths_at_risk'] = risks
+    summary = _risk_summary(name, adapters, cache_ram, cache_ram_source, caching_source, risks, forced and not caching)
+    exposed = risks
+    status = 'at_risk' if risks else 'ok'
     if 'lora_cache' in ctx.probes:
-        status, summary = _probe(process, status, summary, evidence, init_without_apply)
+        status, summary, exposed = _probe(process, evidence, settings, init_without_apply, risks, summary)
+    evidence['exposed_paths'] = exposed
     return instance(name, status, summary, evidence)
 
 
-def _probe(process, status, summary, evidence, init_without_apply):
+def _probe(process, evidence, settings, init_without_apply, risks, summary):
+    """(status, summary, exposed paths): measured paths replace what the settings suggest."""
     base, key, reason = llama_server.probe_target(process)
     if not base:
         evidence['probe'] = {'verdict': 'unknown', 'reason': reason}
-        return status, '%s (probe: %s)' % (summary, reason)
-    measured = llama_probes.lora_cache(base, key, global_path=not init_without_apply)
+        return ('at_risk' if risks else 'ok'), '%s (probe: %s)' % (summary, reason), risks
+    measured = lora_probe.lora_cache(base, key, global_path=not init_without_apply, markers=settings['probe_markers'],
+                                     force_cache_prompt=settings['clients_force_cache_prompt'])
     evidence['probe'] = measured
-    verdict = measured.get('verdict')
-    per_request = measured.get('per_request') or {}
-    glob = measured.get('global') or {}
-    if verdict == 'affected':
-        paths = [label for label, part in (('per-request lora', per_request), ('POST /lora-adapters', glob))
-                 if part.get('verdict') == 'affected']
-        hit = per_request if per_request.get('verdict') == 'affected' else glob
-        return 'affected', ('Measured (%s): cache_n=%s, the answer %r instead of the uncached %r.'
-                            % (', '.join(paths), hit.get('cache_n'), hit.get('answer'), hit.get('uncached_answer')))
-    if verdict == 'ok':
-        return 'ok', 'Measured: %s.' % (per_request.get('reason') or 'no mix-up')
-    return status, '%s (probe: %s)' % (summary, measured.get('reason') or per_request.get('reason') or glob.get('reason'))
+    paths = measured.get('paths') or {}
+    affected = [p for p in lora_probe.PATHS if (paths.get(p) or {}).get('verdict') == 'affected']
+    exposed = [p for p in lora_probe.PATHS
+               if p in affected or (p in risks and (paths.get(p) or {}).get('verdict') != 'ok')]
+    if affected:
+        first = paths[affected[0]]
+        return 'affected', ('Measured: answers decoded on KV of another LoRA scale (%s): %s.'
+                            % ('; '.join(lora_probe.PATH_LABELS[p] for p in affected), first['reason'])), exposed
+    if not exposed:
+        return 'ok', 'Measured: no path served an answer from KV of another scale (%s).' % ', '.join(
+            '%s: %s' % (p, paths[p]['verdict']) for p in lora_probe.PATHS if p in paths), exposed
+    unmeasured = [p for p in exposed if p in paths]
+    note = measured.get('reason') or '; '.join('%s %s: %s' % (p, paths[p]['verdict'], paths[p]['reason']) for p in unmeasured)
+    return 'at_risk', '%s (probe: %s)' % (summary, note or 'no verdict'), exposed
+
+
+def _preset_caching(sections, section, routers):
+    """(enabled, where) of prompt caching for a preset section: router command line, section, [*], top."""
+    flag = None
+    for router in routers:
+        value = llama_server.last_flag(router.argv, llama_server.CACHE_PROMPT.names, (llama_server.CACHE_PROMPT_OFF,))
+        if value is not None:
+            flag = (router.pid, value)
+    if flag is not None:
+        return flag[1], 'command line of router pid %d' % flag[0]
+    for candidate in (section, '*', ''):
+        entries = sections.get(candidate) or {}
+        keys = sorted(k for k in ('cache-prompt', 'no-cache-prompt') if k in entries)
+        if keys:
+            raw, lineno = entries[keys[-1]]
+            return (raw in llama_server.TRUTHY) == (keys[-1] == 'cache-prompt'), '[%s] line %d' % (candidate or '(top)', lineno)
+    return True, 'default'
 
 
 def _preset_instances(ctx, path, routers):
@@ -120,16 +184,18 @@ def _preset_instances(ctx, path, routers):
         value = value if value is not None else llama_server.CACHE_RAM.default
         cache_ram = llama_server.as_int(value)
         name = 'preset %s [%s]' % (path, section)
+        cache_ram_from = '[%s] line %d' % where if where and where[1] else (where[0] if where else 'default')
+        caching, caching_from = _preset_caching(sections, section, routers)
         evidence = {'file': path, 'section': section, 'adapters': adapters, 'cache_ram': cache_ram,
-                    'cache_ram_from': '[%s] line %d' % where if where and where[1] else (where[0] if where else 'default'),
+                    'cache_ram_from': cache_ram_from, 'cache_prompt': caching, 'cache_prompt_from': caching_from,
                     'used_by': [r.pid for r in routers]}
         if cache_ram is None:
             found.append(instance(name, 'error', '%s: cache-ram = %r is not a number.' % (name, value), evidence))
-        elif cache_ram == 0:
-            found.append(instance(name, 'ok', '%s: LoRA with the RAM cache off.' % name, evidence))
-        else:
-            found.append(instance(name, 'at_risk', '%s loads LoRA adapters with the RAM cache on (cache-ram %d).'
-                                  % (name, cache_ram), evidence))
+            continue
+        forced = ctx.settings_for(_SELF)['clients_force_cache_prompt']
+        risks = evidence['paths_at_risk'] = evidence['exposed_paths'] = paths_at_risk(cache_ram, caching or forced)
+        summary = _risk_summary(name, adapters, cache_ram, cache_ram_from, caching_from, risks, forced and not caching)
+        found.append(instance(name, 'at_risk' if risks else 'ok', summary, evidence))
     return found
 
 
@@ -141,7 +207,7 @@ def detect(ctx):
         return make_finding(_SELF, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
     worst = sorted(instances, key=lambda i: STATUS_RANK[i['status']])[-1]
     if worst['status'] == 'ok':
-        summary = 'No llama-server instance mixes LoRA adapters with the RAM prompt cache.'
+        summary = 'No llama-server instance reuses KV across a LoRA scale change.'
     else:
         summary = worst['summary']
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

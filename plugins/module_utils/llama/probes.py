@@ -3,20 +3,16 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Opt-in probes that measure llama-server failures on the running server.
 
-Bounded: a fixed number of requests (lora_cache: 15 + 2 x slots, slots capped
-at 16; spec_logprobs: 2),
-temperature 0, a few tokens each, a per-request timeout and an overall
-deadline. The server is left as it was found: per-request LoRA scales do not
-touch the server's own, and the global scales the lora_cache probe changes are
-put back and read back. API keys are sent, never recorded.
+Bounded: a fixed number of requests (spec_logprobs: 2; lora_cache: see
+lora_probe.py), temperature 0, a few tokens each, a per-request timeout and an
+overall deadline. The server is left as it was found. API keys are sent, never
+recorded.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import binascii
-import os
 import time
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.loopback_http import ProbeFailure, request_json
@@ -58,11 +54,7 @@ class Session(object):
                 'completion_probabilities': reply.get('completion_probabilities')}
 
 
-def _marker():
-    return binascii.hexlify(os.urandom(4)).decode()
-
-
-def _slot_count(session):
+def slot_count(session):
     props = session.call('/props')
     if not isinstance(props, dict):
         raise ProbeFailure('/props did not answer an object: is this llama-server?')
@@ -72,99 +64,6 @@ def _slot_count(session):
     if slots > MAX_SLOTS:
         raise ProbeFailure('%d slots: more than the %d this probe fills to stay bounded' % (slots, MAX_SLOTS))
     return slots
-
-
-def _verdict(cached, uncached_on, uncached_off):
-    """Compare the cached answer under scale B with uncached answers under B and under A."""
-    result = {
-        'cache_n': cached['cache_n'], 'prompt_n': cached['prompt_n'],
-        'answer': cached['content'], 'uncached_answer': uncached_on['content'],
-    }
-    if not cached['cache_n']:
-        result['verdict'] = 'ok'
-        result['reason'] = 'the cache never restored the probe'
-    elif uncached_on['content'] == uncached_off['content']:
-        result['verdict'] = 'unknown'
-        result['reason'] = 'the adapter scale does not change the answer to the probe prompt, so a mix-up cannot show'
-    elif cached['content'] != uncached_on['content']:
-        result['verdict'] = 'affected'
-        result['reason'] = ('%s of %s prompt tokens came from a cache entry computed under the other scale, '
-                            'and the answer differs from the uncached one' % (cached['cache_n'],
-                                                                              (cached['cache_n'] or 0) + (cached['prompt_n'] or 0)))
-    else:
-        result['verdict'] = 'ok'
-        result['reason'] = 'the cache restored the probe and the answer matched the uncached one'
-    return result
-
-
-def lora_cache(base, key=None, global_path=True):
-    """The A, B, A sequence, per request and (optionally) through POST /lora-adapters."""
-    session = Session(base, key)
-    evidence = {'url': base}
-    try:
-        slots = _slot_count(session)
-        original = session.call('/lora-adapters')
-        if not isinstance(original, list) or not original:
-            return dict(evidence, verdict='unknown', reason='the server has no LoRA adapter loaded')
-        ids = [a['id'] for a in original]
-        evidence.update(slots=slots, adapters=[{'id': a['id'], 'scale': a.get('scale')} for a in original])
-
-        def scales(value):
-            return [{'id': i, 'scale': value} for i in ids]
-
-        marker = _marker()
-        probe = 'Probe %s: %s' % (marker, PROBE_TEXT)
-        session.complete(probe, scales(0.0))
-        for index in range(slots):  # push the probe out of every slot into the RAM cache
-            session.complete('Filler %s-%d: %s' % (marker, index, FILLER_TEXT), scales(1.0))
-        cached = session.complete(probe, scales(1.0))
-        on = session.complete(probe, scales(1.0), cache_prompt=False)
-        off = session.complete(probe, scales(0.0), cache_prompt=False)
-        evidence['per_request'] = _verdict(cached, on, off)
-
-        if global_path:
-            evidence['global'] = _global_path(session, original, scales, slots)
-        else:
-            evidence['global'] = {'verdict': 'skipped',
-                                  'reason': 'started with --lora-init-without-apply: GET /lora-adapters does not show '
-                                            'the scale in effect, so it could not be put back exactly'}
-    except ProbeFailure as exc:
-        evidence.update(verdict='unknown', reason=exc.reason, requests=session.requests)
-        return evidence
-    verdicts = [evidence['per_request']['verdict'], evidence['global']['verdict']]
-    if 'affected' in verdicts:
-        evidence['verdict'] = 'affected'
-    elif 'ok' in verdicts:
-        evidence['verdict'] = 'ok' if 'unknown' not in verdicts else 'unknown'
-    else:
-        evidence['verdict'] = 'unknown'
-    evidence['requests'] = session.requests
-    return evidence
-
-
-def _global_path(session, original, scales, slots):
-    restore = [{'id': a['id'], 'scale': a.get('scale')} for a in original]
-    try:
-        marker = _marker()
-        probe = 'Global %s: %s' % (marker, PROBE_TEXT)
-        session.call('/lora-adapters', 'POST', scales(0.0))
-        session.complete(probe)
-        session.call('/lora-adapters', 'POST', scales(1.0))
-        for index in range(slots):
-            session.complete('Filler %s-%d: %s' % (marker, index, FILLER_TEXT))
-        cached = session.complete(probe)
-        on = session.complete(probe, cache_prompt=False)
-        session.call('/lora-adapters', 'POST', scales(0.0))
-        off = session.complete(probe, cache_prompt=False)
-        result = _verdict(cached, on, off)
-    finally:
-        session.call('/lora-adapters', 'POST', restore)
-        after = session.call('/lora-adapters')
-    restored = [{'id': a['id'], 'scale': a.get('scale')} for a in after] == restore
-    result['scales_restored'] = restored
-    if not restored:
-        raise ProbeFailure('global LoRA scales could not be put back: now %s' % after)
-    return result
 
 
 def spec_logprobs(base, key=None, n_probs=3):

@@ -47,6 +47,9 @@ LORA_SCALED = Option(['--lora-scaled'])
 CACHE_RAM = Option(['-cram', '--cache-ram'], env='LLAMA_ARG_CACHE_RAM', default='8192')
 SPEC_TYPE = Option(['--spec-type'], env='LLAMA_ARG_SPEC_TYPE', default='none')
 SPEC_DRAFT_MODEL = Option(['--spec-draft-model', '-md', '--model-draft'], env='LLAMA_ARG_SPEC_DRAFT_MODEL')
+# Prompt caching (slot reuse and the RAM cache restore both need it); a flag pair, on by default.
+CACHE_PROMPT = Option(['--cache-prompt'], env='LLAMA_ARG_CACHE_PROMPT', default='true')
+CACHE_PROMPT_OFF = '--no-cache-prompt'
 API_KEY = Option(['--api-key'], env='LLAMA_API_KEY')
 API_KEY_FILE = Option(['--api-key-file'])
 
@@ -65,7 +68,7 @@ def from_argv(argv, option):
     args = list(argv[1:])
     index = 0
     while index < len(args):
-        if args[index] in option.names and index + 1 < len(args):
+        if _arg_name(args[index]) in option.names and index + 1 < len(args):
             value = args[index + 1]
             index += 1
         index += 1
@@ -87,6 +90,115 @@ def all_from_argv(argv, option):
 
 def has_flag(argv, *names):
     return any(arg in names for arg in argv[1:])
+
+
+# common/arg.cpp common_arg_utils::is_truthy / is_falsey (b11434). Anything else in the
+# environment stops llama-server at start ("invalid boolean value").
+TRUTHY = ('on', 'enabled', 'true', '1')
+FALSEY = ('off', 'disabled', 'false', '0')
+
+
+def parse_bool(value):
+    if value in TRUTHY:
+        return True
+    if value in FALSEY:
+        return False
+    return None
+
+
+def _arg_name(arg):
+    # llama.cpp turns '_' into '-' in arguments that start with '--' before looking them up.
+    return arg.replace('_', '-') if arg.startswith('--') else arg
+
+
+def last_flag(argv, positive, negative):
+    """True or False from the last of a flag pair on a command line, or None when neither is there."""
+    value = None
+    for arg in argv[1:]:
+        name = _arg_name(arg)
+        if name in positive:
+            value = True
+        elif name in negative:
+            value = False
+    return value
+
+
+SYSTEM_CONFIG = '/etc/llama.cpp/config.ini'
+
+
+def config_files(environ):
+    """The config.ini files a llama-server reads before its environment and arguments, in order.
+
+    common/arg.cpp common_params_apply_system_config (b11434): /etc/llama.cpp/config.ini, then
+    ${XDG_CONFIG_HOME:-$HOME/.config}/llama.cpp/config.ini; a later file wins. Returns
+    (paths, note): the note says when the user-level file could not be placed.
+    """
+    paths = [SYSTEM_CONFIG]
+    environ = environ or {}
+    base = environ.get('XDG_CONFIG_HOME') or (os.path.join(environ['HOME'], '.config') if environ.get('HOME') else None)
+    if base:
+        paths.append(os.path.join(base, 'llama.cpp', 'config.ini'))
+        return paths, None
+    return paths, 'the user-level config.ini was not read: the process environment has no HOME or XDG_CONFIG_HOME'
+
+
+def config_settings(ctx, environ, keys):
+    """[(key, value, where)] from the config files, in the order llama.cpp applies them.
+
+    Each file: the [*] section, then the top-level keys and [default]; within a section keys
+    apply in sorted order (a std::map); a later file wins. Returns (settings, problems):
+    unreadable files are skipped and named in problems.
+    """
+    applied, problems = [], []
+    paths, note = config_files(environ)
+    if note:
+        problems.append(note)
+    for path in paths:
+        try:
+            sections = parse_preset(ctx.path(path))
+        except hostio.ReadProblem as problem:
+            if problem.kind != 'missing':
+                problems.append('%s %s' % (path, problem.reason))
+            continue
+        for section in ('*', '', 'default'):
+            entries = sections.get(section) or {}
+            for key in sorted(k for k in entries if k in keys):
+                value, lineno = entries[key]
+                applied.append((key, value, '%s line %d' % (path, lineno)))
+    return applied, problems
+
+
+def resolve_configured(ctx, option, process, environ):
+    """(value, source, problems) like resolve(), with the config files as the lowest layer."""
+    value, source = option.default, 'default'
+    applied, problems = config_settings(ctx, environ, [n.lstrip('-') for n in option.names])
+    for _key, raw, where in applied:
+        value, source = raw, where
+    if environ and option.env and option.env in environ:
+        value, source = environ[option.env], 'environment %s' % option.env
+    given = from_argv(process.argv, option)
+    if given is not None:
+        value, source = given, 'command line'
+    return value, source, problems
+
+
+def cache_prompt(ctx, process, environ):
+    """(enabled, source, problems): whether prompt caching is on for this process.
+
+    Precedence as in llama.cpp: config files, then LLAMA_ARG_CACHE_PROMPT, then the command line.
+    enabled is None when the environment holds a value llama.cpp would refuse.
+    """
+    value, source = True, 'default'
+    applied, problems = config_settings(ctx, environ, ('cache-prompt', 'no-cache-prompt'))
+    for key, raw, where in applied:
+        # common/preset.cpp: a bool read from a file is is_truthy(value), inverted for the no- key.
+        value, source = (raw in TRUTHY) == (key == 'cache-prompt'), where
+    if environ and CACHE_PROMPT.env in environ:
+        value, source = parse_bool(environ[CACHE_PROMPT.env]), 'environment %s' % CACHE_PROMPT.env
+    flag = last_flag(process.argv, CACHE_PROMPT.names, (CACHE_PROMPT_OFF,))
+    if flag is not None:
+        value, source = flag, 'command line'
+    return value, source, problems
 
 
 def lora_adapters(argv):

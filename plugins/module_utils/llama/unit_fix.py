@@ -29,20 +29,33 @@ DROPIN_HEADER = '# Managed by homelab.postmortem.llama_server: safe llama-server
 
 
 class Fixes(object):
-    def __init__(self, cache_ram_off=False, restart_on_failure=False, disable_sleep=False):
+    def __init__(self, cache_ram_off=False, restart_on_failure=False, disable_sleep=False, no_cache_prompt=False):
         self.cache_ram_off = cache_ram_off
         self.restart_on_failure = restart_on_failure
         self.disable_sleep = disable_sleep
+        self.no_cache_prompt = no_cache_prompt
 
     def edit_args(self, args, start):
         if self.cache_ram_off:
             args = systemd_unit.set_option(args, llama_server.CACHE_RAM.names, '0', start)
+        if self.no_cache_prompt:
+            args = caching_off(args, start)
         if self.disable_sleep:
             args = systemd_unit.set_option(args, llama_server.SLEEP_IDLE_SECONDS.names, '-1', start)
         return args
 
     def wants_restart(self, current):
         return self.restart_on_failure and (current or 'no') not in hostio.RESTARTS_ON_CRASH
+
+
+def caching_off(args, start):
+    """Turn every --cache-prompt into --no-cache-prompt; append it when neither flag is there."""
+    off = llama_server.CACHE_PROMPT_OFF
+    head, tail = list(args[:start]), list(args[start:])
+    tail = [off if llama_server.last_flag(['', arg], llama_server.CACHE_PROMPT.names, ()) else arg for arg in tail]
+    if llama_server.last_flag([''] + tail, (), (off,)) is None:
+        tail.append(off)
+    return head + tail
 
 
 def dropin_path(unit):
