@@ -15,12 +15,17 @@ version_added: 0.1.0
 description:
   - Builds a Quadlet C(.container) unit from C(podman container inspect) - from C(Config.CreateCommand)
     when podman recorded it, otherwise from the structured fields - following podman-systemd.unit(5)
-    for the podman version on the host. The container keeps its name (C(ContainerName=)), image,
-    command, ports, volumes and mounts, environment, labels, network, user and group, capabilities,
-    devices and ID mapping (C(UIDMap=)/C(GIDMap=) from podman 4.8, C(PodmanArgs=) before). The restart
-    policy becomes C([Service] Restart=) (never C(PodmanArgs), Quadlet adds C(--rm)). Anything without a
-    key goes to C(PodmanArgs=) and is listed in C(notes). Options it cannot carry faithfully fail the task.
-  - The unit is validated with the Quadlet generator's dry run before anything is touched. Then the unit
+    for the podman version on the host. A CreateCommand is read with the options of the host's own
+    podman (C(podman --help), C(podman run --help)), so value options and on/off flags split as podman
+    splits them. Every option with a Quadlet key in that version becomes the key (booleans with their
+    real value, values written so the generator reads them back unchanged); the others go to
+    C(PodmanArgs=) (global options to C(GlobalArgs=), C(--module) to C(ContainersConfModule=)),
+    exactly as given, and are listed in C(notes). The restart policy becomes C([Service] Restart=)
+    (Quadlet adds C(--rm)). Options Quadlet cannot express fail the task with the reason.
+  - The unit is validated with the Quadlet generator's dry run before anything is touched, and the
+    command line the generator makes is compared option by option with the recorded CreateCommand;
+    any option lost, changed or added (beyond what Quadlet adds to every container) fails the task
+    (C(conformance) in the result). Then the unit
     is written (backup first, atomic), systemd reloaded, the old container stopped and renamed aside, the
     service started and checked. Only when the new container runs is the old one removed, without its
     volumes. If the service does not come up, everything is put back as it was and the task fails.
@@ -134,6 +139,16 @@ generated_exec_start:
   description: The C(ExecStart=) line the Quadlet generator produced in the dry run.
   returned: when the container could be converted
   type: str
+conformance:
+  description:
+    - The differences between the recorded CreateCommand and the command the generated unit runs,
+      option by option (C(lost ...), C(added ...), C(changed ...)). Empty when the conversion is
+      faithful; any entry fails the task before anything is changed.
+  returned: when the unit was built from a CreateCommand and the generator accepted it
+  type: list
+  elements: str
+  sample: []
+  version_added: 0.2.0
 steps:
   description: What was done (or, in check mode, what would be done), in order.
   returned: always
@@ -165,7 +180,9 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options as podman_options
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_check
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.filewrite import write_all
@@ -235,6 +252,7 @@ class Target(object):
         self.before = None
         self.container = None
         self.version = None
+        self.version_text = None
 
 
 def _preconditions(conv, target):
@@ -245,6 +263,7 @@ def _preconditions(conv, target):
         raise Failed('converting rootful containers needs root (become: true)')
     info = conv.cli.info()
     target.version = hostio.version_tuple(info['version'] or '')
+    target.version_text = info['version'] or '?'
     if target.version is None or target.version < quadlet.QUADLET_MIN:
         raise Failed('podman %s has no Quadlet (it needs podman 4.4 or later); convert by hand or upgrade podman'
                      % info['version'])
@@ -286,10 +305,12 @@ def _build_unit(conv, target):
     if not container.create_command:
         rc, out = conv.podman(['image', 'inspect', container.raw.get('Image') or container.image], 'podman image inspect')
         image_config = (conv.module.from_json(out or '[{}]') or [{}])[0].get('Config') or {}
+    specs = _option_specs(conv, target) if container.create_command else None
     try:
         text, notes, source = quadlet_convert.build(container, target.version, image_config, image,
                                                     restart_sec=params['restart_sec'],
-                                                    unconfined=params['apparmor_unconfined'])
+                                                    unconfined=params['apparmor_unconfined'], specs=specs,
+                                                    version_text=target.version_text)
     except quadlet.ConversionProblem as exc:
         raise Failed('%s cannot be converted: %s' % (name, exc))
     conv.result.update(unit=text, notes=notes, source=source)
@@ -305,7 +326,30 @@ def _build_unit(conv, target):
     conv.result['generated_exec_start'] = exec_start[0] if exec_start else ''
     if not ok:
         raise Failed('the Quadlet generator rejected the unit for %s: %s' % (name, messages or 'no service generated'))
+    if specs is not None:
+        differences = quadlet_check.compare(container.create_command, quadlet_check.exec_argv(exec_start[0]), specs,
+                                            env_values=_env_values(container), container=container, image=image,
+                                            version_text=target.version_text)
+        conv.result['conformance'] = differences
+        if differences:
+            raise Failed('the unit for %s would not run the same container: %s; nothing was changed'
+                         % (name, '; '.join(differences)))
     return text, image
+
+
+def _env_values(container):
+    return dict(item.split('=', 1) for item in (container.raw.get('Config') or {}).get('Env') or [] if '=' in item)
+
+
+def _option_specs(conv, target):
+    """The host podman's global and run options, from its own --help."""
+    def read_help(args):
+        _rc, out = conv.podman(args + ['--help'], 'podman %s--help' % ''.join(a + ' ' for a in args))
+        return out
+    try:
+        return podman_options.specs_for(target.version_text, read_help)
+    except podman_options.OptionError as exc:
+        raise Failed("podman's options could not be read from podman --help: %s" % exc)
 
 
 def _swap(conv, target, text, image, aside, running):

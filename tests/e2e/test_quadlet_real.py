@@ -23,7 +23,9 @@ from helpers import BUILD, run_module
 sys.path.insert(0, os.path.join(BUILD, 'collections'))
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_check
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert  # noqa: E402
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the containers converted here are rootful podman containers, '
@@ -54,11 +56,17 @@ def cleanup():
         run('rm', '--force', name, check=False)
 
 
+@pytest.fixture(scope='module')
+def host_specs():
+    """This host's podman (4.3.1) options, from its own --help: the containers were created by it."""
+    return options.specs_for('host-%s' % run('--version').stdout.split()[-1], lambda args: run(*(args + ['--help'])).stdout)
+
+
 def exec_start(generated):
     return [line for line in generated.splitlines() if line.startswith('ExecStart=')][0]
 
 
-def test_cli_container_with_many_options_converts_and_validates(cleanup, tmp_path, request):
+def test_cli_container_with_many_options_converts_and_validates(cleanup, tmp_path, request, host_specs):
     name = 'pm_quad.odd-%s' % uuid.uuid4().hex[:6]
     volume = 'pm-quad-vol-%s' % name[-6:]
     cleanup.append(name)
@@ -71,10 +79,14 @@ def test_cli_container_with_many_options_converts_and_validates(cleanup, tmp_pat
         IMAGE, 'sh', '-c', 'echo $HOME "a b"; sleep 1000')
     container = inspect(name)
     assert container.create_command
-    text, notes, source = quadlet_convert.build(container, (5, 4, 2))
+    text, notes, source = quadlet_convert.build(container, (5, 4, 2), specs=host_specs)
     ok, generated, messages = quadlet.dry_run(GENERATOR, '%s.container' % name, text)
     assert ok, (messages, text)
     line = exec_start(generated)
+    # The real CreateCommand against what the real generator makes of the unit: nothing lost or added.
+    differences = quadlet_check.compare(container.create_command, quadlet_check.exec_argv(line), host_specs,
+                                        container=container)
+    assert differences == [], differences
     for expected in ('--name %s' % name, '--uidmap 0:200000:65536', '--gidmap 0:200000:65536',
                      '--publish 18080:80', '-v %s:/vol' % volume, '--env "GREETING=hello world"',
                      '--env PCT=100%%', '--label app=quad', '--cap-add net_admin', '--cap-drop mknod',

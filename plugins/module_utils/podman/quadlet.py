@@ -16,72 +16,127 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import csv
 import json
 import os
+import re
 import shutil
 import tempfile
+
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
 
 QUADLET_MIN = (4, 4)
-PODMAN_ARGS_MIN = (4, 5)
+# containers/podman pkg/systemd/quadlet/quadlet.go: first release whose supportedContainerKeys has the key.
+PODMAN_ARGS_MIN = (4, 4)
+GLOBAL_ARGS_MIN = (4, 8)
 
-# Quadlet key for each podman run option, and the first podman whose Quadlet knows it.
-KEYED = {
-    '--publish': ('PublishPort', (4, 4)), '-p': ('PublishPort', (4, 4)),
-    '--volume': ('Volume', (4, 4)), '-v': ('Volume', (4, 4)),
-    '--env': ('Environment', (4, 4)), '-e': ('Environment', (4, 4)),
-    '--label': ('Label', (4, 4)), '-l': ('Label', (4, 4)),
-    '--network': ('Network', (4, 4)), '--net': ('Network', (4, 4)),
-    '--cap-add': ('AddCapability', (4, 4)), '--cap-drop': ('DropCapability', (4, 4)),
-    '--device': ('AddDevice', (4, 5)),
-    '--uidmap': ('UIDMap', (4, 8)), '--gidmap': ('GIDMap', (4, 8)), '--userns': ('UserNS', (4, 8)),
-    '--hostname': ('HostName', (4, 5)), '-h': ('HostName', (4, 5)),
-    '--mount': ('Mount', (4, 5)),
+# How podman 5.4.2's generator reads each key (pkg/systemd/parser/unitfile.go), which decides
+# what a value may contain and how it is written:
+#   single  Lookup: the last value, trailing blanks and surrounding double quotes stripped, no unescaping
+#   multi   LookupAll: every value as written (an empty one clears the ones before)
+#   words   LookupAllStrv: words split at blanks, quotes removed, backslashes kept
+#   args    LookupAllArgs / LookupLastArgs: split like a command line, quotes removed, C escapes applied
+#   keyval  LookupAllKeyVal: like args, each word split at its first '='
+#   bool    LookupBoolean: 1/yes/true/on, anything else false; rendered back as --flag or --flag=false
+# option -> (Quadlet key, first podman whose Quadlet has the key, how the key is read)
+KEYS = {
+    '--add-host': ('AddHost', (5, 3), 'multi'),
+    '--annotation': ('Annotation', (4, 4), 'keyval'),
+    '--cap-add': ('AddCapability', (4, 4), 'words'),
+    '--cap-drop': ('DropCapability', (4, 4), 'words'),
+    '--cgroups': ('CgroupsMode', (5, 3), 'single'),
+    '--device': ('AddDevice', (4, 4), 'words'),
+    '--dns': ('DNS', (4, 7), 'multi'),
+    '--dns-option': ('DNSOption', (4, 7), 'multi'),
+    '--dns-search': ('DNSSearch', (4, 7), 'multi'),
+    '--entrypoint': ('Entrypoint', (5, 0), 'single'),
+    '--env': ('Environment', (4, 4), 'keyval'),
+    '--env-file': ('EnvironmentFile', (4, 4), 'args'),
+    '--env-host': ('EnvironmentHost', (4, 4), 'bool'),
+    '--expose': ('ExposeHostPort', (4, 4), 'multi'),
+    '--gidmap': ('GIDMap', (4, 8), 'words'),
+    '--group-add': ('GroupAdd', (5, 1), 'multi'),
+    '--health-cmd': ('HealthCmd', (4, 5), 'single'),
+    '--health-interval': ('HealthInterval', (4, 5), 'single'),
+    '--health-log-destination': ('HealthLogDestination', (5, 3), 'single'),
+    '--health-max-log-count': ('HealthMaxLogCount', (5, 3), 'single'),
+    '--health-max-log-size': ('HealthMaxLogSize', (5, 3), 'single'),
+    '--health-on-failure': ('HealthOnFailure', (4, 5), 'single'),
+    '--health-retries': ('HealthRetries', (4, 5), 'single'),
+    '--health-start-period': ('HealthStartPeriod', (4, 5), 'single'),
+    '--health-startup-cmd': ('HealthStartupCmd', (4, 5), 'single'),
+    '--health-startup-interval': ('HealthStartupInterval', (4, 5), 'single'),
+    '--health-startup-retries': ('HealthStartupRetries', (4, 5), 'single'),
+    '--health-startup-success': ('HealthStartupSuccess', (4, 5), 'single'),
+    '--health-startup-timeout': ('HealthStartupTimeout', (4, 5), 'single'),
+    '--health-timeout': ('HealthTimeout', (4, 5), 'single'),
+    '--hostname': ('HostName', (4, 6), 'single'),
+    '--init': ('RunInit', (4, 4), 'bool'),
+    '--ip': ('IP', (4, 5), 'single'),
+    '--ip6': ('IP6', (4, 5), 'single'),
+    '--label': ('Label', (4, 4), 'keyval'),
+    '--log-driver': ('LogDriver', (4, 5), 'single'),
+    '--log-opt': ('LogOpt', (5, 2), 'words'),
+    '--mount': ('Mount', (4, 5), 'args'),
+    '--network': ('Network', (4, 4), 'multi'),
+    '--network-alias': ('NetworkAlias', (5, 2), 'multi'),
+    '--pids-limit': ('PidsLimit', (4, 7), 'single'),
+    '--publish': ('PublishPort', (4, 4), 'multi'),
+    '--pull': ('Pull', (4, 6), 'single'),
+    '--read-only': ('ReadOnly', (4, 4), 'bool'),
+    '--read-only-tmpfs': ('ReadOnlyTmpfs', (4, 8), 'bool'),
+    '--secret': ('Secret', (4, 5), 'args'),
+    '--shm-size': ('ShmSize', (4, 7), 'single'),
+    '--stop-signal': ('StopSignal', (5, 2), 'single'),
+    '--stop-timeout': ('StopTimeout', (5, 0), 'single'),
+    '--subgidname': ('SubGIDMap', (4, 8), 'single'),
+    '--subuidname': ('SubUIDMap', (4, 8), 'single'),
+    '--sysctl': ('Sysctl', (4, 6), 'words'),
+    '--tmpfs': ('Tmpfs', (4, 5), 'multi'),
+    '--tz': ('Timezone', (4, 4), 'single'),
+    '--uidmap': ('UIDMap', (4, 8), 'words'),
+    '--ulimit': ('Ulimit', (4, 7), 'multi'),
+    '--userns': ('UserNS', (4, 5), 'single'),
+    '--volume': ('Volume', (4, 4), 'multi'),
+    '--workdir': ('WorkingDir', (4, 6), 'single'),
 }
-KEYED_FLAGS = {'--read-only': ('ReadOnly', (4, 4)), '--init': ('RunInit', (4, 4))}
-# Options handled by hand or owned by Quadlet/systemd.
-SPECIAL_VALUE = ('--name', '--restart', '--user', '-u')
-DROPPED_VALUE = {
-    '--cidfile': 'Quadlet manages its own --cidfile',
-    '--conmon-pidfile': 'Quadlet runs conmon under systemd',
-    '--sdnotify': 'Quadlet sets --sdnotify=conmon',
-    '--pod-id-file': 'pods are not converted',
-}
-DROPPED_FLAGS = {
-    '--detach': 'Quadlet runs the container detached', '-d': 'Quadlet runs the container detached',
-    '--rm': 'Quadlet adds --rm', '--replace': 'Quadlet adds --replace',
-}
-# Options carried as PodmanArgs, with whether they take a value.
-PASSTHROUGH_VALUE = (
-    '--add-host', '--annotation', '--blkio-weight', '--cgroup-parent', '--cgroupns', '--cgroups', '--cpu-period',
-    '--cpu-quota', '--cpu-shares', '--cpus', '--cpuset-cpus', '--cpuset-mems', '--dns', '--dns-option',
-    '--dns-search', '--entrypoint', '--env-file', '--expose', '--group-add', '--health-cmd',
-    '--health-interval', '--health-retries', '--health-start-period', '--health-timeout', '--ip', '--ip6',
-    '--ipc', '--label-file', '--log-driver', '--log-opt', '--mac-address', '--memory', '-m',
-    '--memory-reservation', '--memory-swap', '--oom-score-adj', '--pid', '--pids-limit', '--pull',
-    '--security-opt', '--shm-size', '--stop-signal', '--stop-timeout', '--subgidname', '--subuidname',
-    '--sysctl', '--systemd', '--tmpfs', '--tz', '--ulimit', '--umask', '--uts', '--workdir', '-w',
-    '--arch', '--os', '--platform', '--variant', '--secret', '--log-level',
+# --security-opt values that have a key of their own; the rest go to PodmanArgs.
+SECURITY_KEYS = (
+    ('no-new-privileges', 'NoNewPrivileges', (4, 4), None),
+    ('label=disable', 'SecurityLabelDisable', (4, 5), None),
+    ('label=nested', 'SecurityLabelNested', (4, 6), None),
+    ('label=type:', 'SecurityLabelType', (4, 5), 'single'),
+    ('label=filetype:', 'SecurityLabelFileType', (4, 5), 'single'),
+    ('label=level:', 'SecurityLabelLevel', (4, 5), 'single'),
+    ('seccomp=', 'SeccompProfile', (4, 4), 'single'),
+    ('mask=', 'Mask', (4, 6), 'args'),
+    ('unmask=', 'Unmask', (4, 6), 'args'),
 )
-PASSTHROUGH_FLAGS = ('--privileged', '--tty', '-t', '--interactive', '-i', '--no-healthcheck',
-                     '--oom-kill-disable', '--read-only-tmpfs', '--env-host', '--http-proxy', '--no-hosts',
-                     '--quiet', '-q', '--sig-proxy')
-# podman's global options that may precede "run"; --syslog only helps podman's own restart path.
-GLOBAL_VALUE = ('--root', '--runroot', '--log-level', '--cgroup-manager', '--events-backend', '--runtime',
-                '--storage-driver', '--tmpdir', '--network-cmd-path', '--conmon', '--url', '--connection',
-                '--identity', '--module', '--storage-opt', '--hooks-dir', '--ssh')
-GLOBAL_FLAGS = ('--syslog', '--remote', '-r', '--noout')
-
+KEY_MINIMUMS = dict((key, since) for key, since, _how in KEYS.values())
+KEY_MINIMUMS.update((key, since) for _p, key, since, _how in SECURITY_KEYS)
+KEY_MINIMUMS.update({'User': (4, 4), 'Group': (4, 4), 'Notify': (4, 4), 'Rootfs': (4, 5), 'Exec': (4, 4),
+                     'ContainersConfModule': (4, 8), 'GlobalArgs': GLOBAL_ARGS_MIN, 'PodmanArgs': PODMAN_ARGS_MIN})
+NOTIFY_HEALTHY_MIN = (5, 0)
+# What Quadlet itself puts on every command line; the originals are dropped.
+QUADLET_OWNS = {
+    '--name': 'ContainerName= carries it',
+    '--restart': '[Service] Restart= carries it; systemd restarts the container',
+    '--rm': 'Quadlet adds --rm', '--replace': 'Quadlet adds --replace',
+    '--detach': 'Quadlet runs the container detached (-d)',
+    '--cidfile': 'Quadlet writes its own --cidfile=%t/%N.cid, which ExecStop needs',
+}
 REFUSED = {
     '--pod': 'containers in a pod are converted with their pod (.pod units); not handled here',
-    '--rootfs': 'a container run from a root filesystem has no image for Image=',
+    '--pod-id-file': 'containers in a pod are converted with their pod (.pod units); not handled here',
 }
 # Environment podman sets on every container; not part of the user's intent.
 PODMAN_ENV = ('container', 'HOSTNAME', 'HOME', 'TERM')
 DEFAULT_PATH = 'PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 RESTART_MAP = {'always': 'always', 'unless-stopped': 'always', 'on-failure': 'on-failure'}
+_PORT_RANGE = re.compile(r'^\d+(-\d+)?(/udp|/tcp)?$')
 
 
 class ConversionProblem(HostInputError):
@@ -93,145 +148,244 @@ class Unit(object):
 
     def __init__(self, version):
         self.version = version
-        self.keys = []          # (key, value)
-        self.podman_args = []   # already-joined arguments
+        self.keys = []          # (key, rendered value)
+        self.podman_args = []   # rendered lines for PodmanArgs=
+        self.global_args = []   # rendered lines for GlobalArgs=
         self.notes = []
 
     def knows(self, minimum):
         return self.version is None or self.version >= minimum
 
-    def add(self, key, value, minimum=(4, 4), option=None, joined=None):
-        if self.knows(minimum):
-            self.keys.append((key, value))
-            return
-        self.passthrough(joined or '%s=%s' % (option, value),
-                         'Quadlet in podman %s has no %s= (needs %s)' % (_dotted(self.version), key, _dotted(minimum)))
+    def add(self, key, value, how, tokens, minimum=None):
+        """Key=value when this Quadlet has the key and the value survives its parser; else PodmanArgs."""
+        minimum = minimum or KEY_MINIMUMS.get(key, (4, 4))
+        if not self.knows(minimum):
+            return self.passthrough(tokens, 'Quadlet in podman %s has no %s= (needs %s)'
+                                    % (_dotted(self.version), key, _dotted(minimum)))
+        rendered, why = render_value(value, how)
+        if rendered is None:
+            return self.passthrough(tokens, '%s= cannot hold %r: %s' % (key, value, why))
+        self.keys.append((key, rendered))
+        return None
 
-    def passthrough(self, arg, why):
+    def passthrough(self, tokens, why):
+        """``tokens``: one option as a list of words, or an options.Option (written in its long form)."""
+        words = tokens.canonical_tokens() if isinstance(tokens, options.Option) else [one_token(tokens)]
         if not self.knows(PODMAN_ARGS_MIN):
             raise ConversionProblem('%s cannot be carried: %s, and Quadlet in podman %s has no PodmanArgs= either'
-                                    % (arg, why, _dotted(self.version)))
-        self.podman_args.append(arg)
-        self.notes.append('PodmanArgs=%s (%s)' % (arg, why))
+                                    % (' '.join(words), why, _dotted(self.version)))
+        self.podman_args.append(' '.join(quote_arg(w) for w in words))
+        self.notes.append('PodmanArgs=%s (%s)' % (' '.join(words), why))
+
+    def global_option(self, option):
+        words = option.canonical_tokens()
+        if not self.knows(GLOBAL_ARGS_MIN):
+            raise ConversionProblem('global option %s cannot be carried: Quadlet in podman %s has no GlobalArgs= '
+                                    '(needs %s)' % (' '.join(words), _dotted(self.version), _dotted(GLOBAL_ARGS_MIN)))
+        self.global_args.append(' '.join(quote_arg(w) for w in words))
+
+
+def one_token(tokens):
+    """``--opt value`` as ``--opt=value``: the same to podman, and an empty value survives the split."""
+    return tokens[0] + '=' + tokens[1] if len(tokens) == 2 else tokens[0]
 
 
 def _dotted(version):
     return '.'.join(str(v) for v in version) if version else '?'
 
 
-def _split_option(argv, index):
-    """(name, inline value or None) for argv[index]."""
-    arg = argv[index]
-    if arg.startswith('--') and '=' in arg:
-        name, value = arg.split('=', 1)
-        return name, value
-    if not arg.startswith('--') and len(arg) > 2 and arg[:2] in ('-p', '-v', '-e', '-l', '-u', '-h', '-m', '-w'):
-        return arg[:2], arg[2:]
-    return arg, None
+def _control(value):
+    return any(ord(c) < 32 or ord(c) == 127 for c in value)
 
 
-def _run_index(argv):
-    """Index of the first argument after 'run'/'create' (skipping podman's global options)."""
-    index = 1
-    globals_seen = []
-    while index < len(argv):
-        arg = argv[index]
-        name = arg.split('=', 1)[0]
-        if arg in ('run', 'create'):
-            return index + 1, globals_seen
-        if arg == 'container' and index + 1 < len(argv) and argv[index + 1] in ('run', 'create'):
-            return index + 2, globals_seen
-        if name in GLOBAL_VALUE:
-            globals_seen.append(arg if '=' in arg else '%s %s' % (arg, argv[index + 1] if index + 1 < len(argv) else ''))
-            index += 1 if '=' in arg else 2
-            continue
-        if name in GLOBAL_FLAGS:
-            globals_seen.append(arg)
-            index += 1
-            continue
-        break
-    raise ConversionProblem('CreateCommand is not a podman run/create command line: %s'
-                            % ' '.join(argv[:6]))
+def render_value(value, how):
+    """(text for the unit, None) or (None, why the key cannot hold ``value``)."""
+    if how in ('args', 'keyval'):
+        return quote_arg(value, always=False), None
+    if how == 'bool':
+        return value, None
+    if value == '':
+        return None, 'an empty value is ignored (or clears the key)'
+    if _control(value):
+        return None, 'the key is not unescaped, so a control character cannot be written'
+    if value != value.strip():
+        return None, 'leading or trailing blanks are stripped'
+    if value.endswith('\\'):
+        return None, 'a trailing backslash continues the line'
+    if how == 'single' and (value.startswith('"') or value.endswith('"')):
+        return None, 'surrounding double quotes are stripped'
+    if how == 'words':
+        if any(c in value for c in '"\'\\'):
+            return None, 'the key is split into words, and quotes or backslashes in one cannot be kept'
+        return (escape(value) if not any(c.isspace() for c in value) else '"%s"' % escape(value)), None
+    return escape(value), None
 
 
-def from_create_command(container, version, env_values=None):
-    """Build the unit from the recorded ``podman run`` command line."""
-    argv = container.create_command
+def from_create_command(container, version, specs, env_values=None, version_text=None):
+    """Build the unit from the recorded ``podman run`` command line.
+
+    ``specs`` is (global OptionSpec, run OptionSpec) of the podman on the host, from its --help.
+    Returns (unit, image or None, rootfs or None, command).
+    """
+    try:
+        command = options.parse_command(container.create_command, specs[0], specs[1],
+                                        version_text or _dotted(version))
+    except options.OptionError as exc:
+        raise ConversionProblem('%s (convert by hand)' % exc)
     unit = Unit(version)
-    start, globals_seen = _run_index(argv)
-    for option in globals_seen:
-        unit.notes.append('global option %s dropped (%s)' % (
-            option, 'Quadlet does not use podman\'s restart path, which is all --syslog reported on'
-            if option.startswith('--syslog') else 'set it in containers.conf; Quadlet runs plain podman'))
+    for option in command.global_options:
+        if (option.name == '--module' and option.value is not None and unit.knows(KEY_MINIMUMS['ContainersConfModule'])
+                and render_value(option.value, 'multi')[0] is not None):
+            unit.add('ContainersConfModule', option.value, 'multi', option)
+        else:
+            unit.global_option(option)
+    rootfs = command.flag('--rootfs')
     user = None
-    index = start
-    positional = None
-    while index < len(argv):
-        arg = argv[index]
-        if arg == '--':
-            positional = index + 1
-            break
-        if not arg.startswith('-') or arg == '-':
-            positional = index
-            break
-        name, inline = _split_option(argv, index)
-        takes_value = (name in KEYED or name in SPECIAL_VALUE or name in DROPPED_VALUE
-                       or name in PASSTHROUGH_VALUE or name in REFUSED)
-        if takes_value and inline is None:
-            if index + 1 >= len(argv):
-                raise ConversionProblem('%s has no value in CreateCommand' % name)
-            value = argv[index + 1]
-            index += 2
-        else:
-            value = inline
-            index += 1
-        if name in REFUSED:
-            raise ConversionProblem('%s %s: %s' % (name, value, REFUSED[name]))
-        if name in KEYED:
-            key, minimum = KEYED[name]
-            if key == 'Environment' and '=' not in value:
-                # "-e NAME" takes the value from the caller's environment; inspect has what it got.
-                if env_values and value in env_values:
-                    value = '%s=%s' % (value, env_values[value])
-                else:
-                    raise ConversionProblem('-e %s took its value from the environment of the shell that created '
-                                            'the container, and inspect does not show it' % value)
-            unit.add(key, value, minimum, option=name)
-        elif name in KEYED_FLAGS:
-            key, minimum = KEYED_FLAGS[name]
-            unit.add(key, 'true', minimum, joined=name)
-        elif name in ('--user', '-u'):
-            user = value
-        elif name == '--name' or name == '--restart':
-            continue
-        elif name in DROPPED_VALUE:
-            unit.notes.append('%s %s dropped (%s)' % (name, value, DROPPED_VALUE[name]))
-        elif name in DROPPED_FLAGS:
-            unit.notes.append('%s dropped (%s)' % (name, DROPPED_FLAGS[name]))
-        elif name in PASSTHROUGH_VALUE:
-            unit.passthrough('%s=%s' % (name, value), 'no Quadlet key used for %s' % name)
-        elif name in PASSTHROUGH_FLAGS:
-            unit.passthrough(arg, 'no Quadlet key used for %s' % name)
-        elif inline is not None and name.startswith('--'):
-            unit.passthrough(arg, 'option %s is not known to the conversion; carried as written' % name)
-        else:
-            raise ConversionProblem('option %s in CreateCommand is not known to the conversion, and without '
-                                    '"=" it cannot be told whether it takes a value; convert by hand' % arg)
-    if positional is None or positional >= len(argv):
-        raise ConversionProblem('CreateCommand names no image')
-    _add_user(unit, user)
-    return unit, argv[positional], argv[positional + 1:]
+    for option in command.options:
+        _convert_option(unit, option, env_values, container)
+        if option.name == '--user':
+            user = option
+    if user is not None:
+        _add_user(unit, user.value, user)
+    if not command.positional:
+        raise ConversionProblem('CreateCommand names no %s' % ('root filesystem' if rootfs else 'image'))
+    if rootfs and not unit.knows(KEY_MINIMUMS['Rootfs']):
+        raise ConversionProblem('--rootfs: Quadlet in podman %s has no Rootfs= (needs 4.5)' % _dotted(version))
+    head = command.positional[0]
+    return unit, (None if rootfs else head), (head if rootfs else None), command.positional[1:]
 
 
-def _add_user(unit, user):
+def _convert_option(unit, option, env_values, container):
+    name, value = option.name, option.value
+    if name in REFUSED:
+        raise ConversionProblem('%s %s: %s' % (name, value, REFUSED[name]))
+    if name in QUADLET_OWNS or name in ('--user', '--rootfs'):
+        if name in QUADLET_OWNS and name not in ('--name', '--restart'):
+            unit.notes.append('%s dropped (%s)' % (' '.join(option.tokens), QUADLET_OWNS[name]))
+        return
+    if name == '--sdnotify':
+        _notify(unit, option)
+        return
+    if name == '--cgroups' and value == 'split':
+        unit.notes.append('%s dropped (Quadlet runs every container with --cgroups=split)' % ' '.join(option.tokens))
+        return
+    if name == '--security-opt' and value is not None:
+        _security_opt(unit, option)
+        return
+    if name not in KEYS or value is None:
+        unit.passthrough(option, 'no Quadlet key for %s' % name if name not in KEYS else
+                         '%s without a value' % name)
+        return
+    key, minimum, how = KEYS[name]
+    if how == 'bool':
+        unit.add(key, value, how, option, minimum)
+        return
+    why = _unsafe_value(name, value, env_values, container)
+    if why:
+        unit.passthrough(option, why)
+        return
+    if name == '--env' and '=' not in value:
+        value = '%s=%s' % (value, env_values[value])
+    if name == '--volume':
+        value = absolute_volume(value, container)
+    unit.add(key, value, how, option, minimum)
+
+
+def _unsafe_value(name, value, env_values, container):
+    """Why Quadlet would read this value differently from podman, or None."""
+    if name == '--env' and '=' not in value:
+        if env_values and value in env_values:
+            return None
+        raise ConversionProblem('-e %s took its value from the environment of the shell that created the container, '
+                                'and inspect does not show it' % value)
+    if name == '--network' and value.split(':', 1)[0].endswith(('.network', '.container')):
+        return 'Network= would read %s as a Quadlet unit' % value
+    if name == '--volume':
+        source = value.split(':', 1)[0] if ':' in value else ''
+        if source.endswith(('.volume', '.image')):
+            return 'Volume= would read %s as a Quadlet unit' % source
+        if source.startswith('.') and absolute_volume(value, container) == value:
+            raise ConversionProblem('-v %s: the source is relative to the directory podman ran in, and inspect does '
+                                    'not show where that was' % value)
+    if name == '--expose' and not _PORT_RANGE.match(value):
+        return 'ExposeHostPort= takes a port or range with /tcp or /udp only'
+    if name == '--env-file' and not value.startswith('/'):
+        raise ConversionProblem('--env-file %s: a relative path was read from the directory podman ran in, which is '
+                                'not known here' % value)
+    if name == '--mount':
+        return _unsafe_mount(value)
+    if name == '--device' and value.startswith('-'):
+        return 'AddDevice= reads a leading "-" as "skip when missing"'
+    return None
+
+
+def _unsafe_mount(value):
+    """Quadlet re-reads a bind/volume/glob/image mount's source (resolveContainerMountParams)."""
+    try:
+        fields = next(csv.reader([value]))
+    except (csv.Error, StopIteration):
+        return 'Mount= would not parse %r as podman does' % value
+    pairs = [field.partition('=') for field in fields]
+    kind = [v for k, _s, v in pairs if k == 'type']
+    sources = [v for k, _s, v in pairs if k in ('source', 'src')]
+    if kind and kind[-1] in ('volume', 'bind', 'glob', 'image'):
+        if not sources:
+            return 'Quadlet 5.4.2 needs a source= in a %s mount (it fails without one)' % kind[-1]
+        if sources[-1].startswith('.') or sources[-1].endswith(('.volume', '.image')):
+            return 'Mount= would read the source %s as a path next to the unit or as a Quadlet unit' % sources[-1]
+    return None
+
+
+def absolute_volume(value, container):
+    """A ./relative bind source made absolute from what inspect recorded, when it can be matched."""
+    parts = value.split(':')
+    if len(parts) < 2 or not parts[0].startswith('.'):
+        return value
+    for mount in container.raw.get('Mounts') or []:
+        if mount.get('Type') == 'bind' and mount.get('Destination') == parts[1] and mount.get('Source', '').startswith('/'):
+            return ':'.join([mount['Source']] + parts[1:])
+    return value
+
+
+def _notify(unit, option):
+    value = option.value
+    if value == 'conmon':
+        unit.notes.append('%s dropped (Quadlet sets --sdnotify=conmon)' % ' '.join(option.tokens))
+    elif value == 'container':
+        unit.add('Notify', 'true', 'bool', option)
+    elif value == 'healthy' and unit.knows(NOTIFY_HEALTHY_MIN):
+        unit.add('Notify', 'healthy', 'single', option)
+    elif value == 'healthy':
+        raise ConversionProblem('--sdnotify=healthy: Quadlet in podman %s has no Notify=healthy (needs 5.0)'
+                                % _dotted(unit.version))
+    else:
+        raise ConversionProblem('--sdnotify=%s: the Quadlet service is Type=notify, and with %s nothing would tell '
+                                'systemd the container started' % (value, value))
+
+
+def _security_opt(unit, option):
+    value = option.value
+    for prefix, key, minimum, how in SECURITY_KEYS:
+        if how is None and value == prefix:
+            unit.add(key, 'true', 'bool', option, minimum)
+            return
+        if how and value.startswith(prefix) and len(value) > len(prefix):
+            unit.add(key, value[len(prefix):], how, option, minimum)
+            return
+    unit.passthrough(option, 'no Quadlet key for --security-opt %s' % value.split('=', 1)[0])
+
+
+def _add_user(unit, user, tokens):
+    """--user NAME[:GROUP] as User= and Group=, or PodmanArgs when either cannot be written."""
     if not user:
         return
-    if ':' in user:
-        name, group = user.split(':', 1)
-        unit.add('User', name)
-        unit.add('Group', group)
+    name, _sep, group = user.partition(':')
+    parts = [('User', name)] + ([('Group', group)] if group else [])
+    if all(render_value(value, 'single')[0] is not None for _key, value in parts):
+        for key, value in parts:
+            unit.add(key, value, 'single', tokens)
     else:
-        unit.add('User', user)
+        unit.passthrough(tokens, 'User=/Group= cannot hold %r' % user)
 
 
 def from_inspect(container, image_config, version):
@@ -247,11 +401,11 @@ def from_inspect(container, image_config, version):
         name = item.split('=', 1)[0]
         if item in image_env or name in PODMAN_ENV or item == DEFAULT_PATH:
             continue
-        unit.add('Environment', item, option='--env')
+        unit.add('Environment', item, 'keyval', ['--env', item])
     image_labels = image_config.get('Labels') or {}
     for name, value in sorted((config.get('Labels') or {}).items()):
         if image_labels.get(name) != value:
-            unit.add('Label', '%s=%s' % (name, value), option='--label')
+            unit.add('Label', '%s=%s' % (name, value), 'keyval', ['--label', '%s=%s' % (name, value)])
     for port, bindings in sorted((host.get('PortBindings') or {}).items()):
         for binding in bindings or []:
             host_part = binding.get('HostPort') or ''
@@ -260,7 +414,7 @@ def from_inspect(container, image_config, version):
             spec = '%s:%s' % (host_part, port) if host_part else port
             if spec.endswith('/tcp'):
                 spec = spec[:-4]
-            unit.add('PublishPort', spec, option='--publish')
+            unit.add('PublishPort', spec, 'multi', ['--publish', spec])
     for mount in raw.get('Mounts') or []:
         source = mount.get('Name') if mount.get('Type') == 'volume' else mount.get('Source')
         if not source or not mount.get('Destination'):
@@ -268,46 +422,47 @@ def from_inspect(container, image_config, version):
         spec = '%s:%s' % (source, mount['Destination'])
         if mount.get('RW') is False:
             spec += ':ro'
-        unit.add('Volume', spec, option='--volume')
+        unit.add('Volume', spec, 'multi', ['--volume', spec])
     network = host.get('NetworkMode') or ''
     if network and network not in ('bridge', 'default', 'private'):
-        unit.add('Network', network, option='--network')
+        unit.add('Network', network, 'multi', ['--network', network])
     for cap in host.get('CapAdd') or []:
-        unit.add('AddCapability', cap, option='--cap-add')
+        unit.add('AddCapability', cap, 'words', ['--cap-add', cap])
     for cap in host.get('CapDrop') or []:
-        unit.add('DropCapability', cap, option='--cap-drop')
+        unit.add('DropCapability', cap, 'words', ['--cap-drop', cap])
     for device in host.get('Devices') or []:
         spec = device.get('PathOnHost') or ''
         if device.get('PathInContainer') and device['PathInContainer'] != spec:
             spec += ':' + device['PathInContainer']
         if spec:
-            unit.add('AddDevice', spec, (4, 5), option='--device')
+            unit.add('AddDevice', spec, 'words', ['--device', spec])
     for uid in container.uid_map:
-        unit.add('UIDMap', uid, (4, 8), option='--uidmap')
+        unit.add('UIDMap', uid, 'words', ['--uidmap', uid])
     for gid in container.gid_map:
-        unit.add('GIDMap', gid, (4, 8), option='--gidmap')
+        unit.add('GIDMap', gid, 'words', ['--gidmap', gid])
     if host.get('Privileged'):
-        unit.passthrough('--privileged', 'no Quadlet key used for --privileged')
+        unit.passthrough(['--privileged'], 'no Quadlet key for --privileged')
     if host.get('ReadonlyRootfs'):
-        unit.add('ReadOnly', 'true', joined='--read-only')
+        unit.add('ReadOnly', 'true', 'bool', ['--read-only'])
     for opt in host.get('SecurityOpt') or []:
-        unit.passthrough('--security-opt=%s' % opt, 'no Quadlet key used for --security-opt')
+        _security_opt(unit, options.Option('--security-opt', opt, ['--security-opt=%s' % opt]))
     entrypoint = config.get('Entrypoint')
     entrypoint = [e for e in ([entrypoint] if isinstance(entrypoint, str) else list(entrypoint or [])) if e]
     image_entrypoint = [e for e in (image_config.get('Entrypoint') or []) if e]
     if entrypoint != image_entrypoint:
-        unit.passthrough('--entrypoint=%s' % json.dumps(entrypoint), 'no Quadlet key used for --entrypoint')
-    _add_user(unit, config.get('User') or '')
+        unit.passthrough(['--entrypoint=%s' % json.dumps(entrypoint)], 'the entrypoint as podman stores it (a JSON list)')
+    user = config.get('User') or ''
+    _add_user(unit, user, ['--user', user])
     command = list(config.get('Cmd') or [])
     if command == list(image_config.get('Cmd') or []):
         command = []
-    return unit, container.image, command
+    return unit, container.image, None, command
 
 
-def render(container, unit, image, command, restart_sec=1, unconfined=False):
+def render(container, unit, image, command, restart_sec=1, unconfined=False, rootfs=None):
     """The .container file text: deterministic, so a second run compares equal."""
     if unconfined:
-        unit.passthrough('--security-opt=apparmor=unconfined',
+        unit.passthrough(['--security-opt=apparmor=unconfined'],
                          'apparmor=unconfined was asked for: the container runs without AppArmor confinement')
     unit_section = ['[Unit]', 'Description=%s (podman container converted to Quadlet)' % escape(container.name)]
     service = ['[Service]']
@@ -324,13 +479,18 @@ def render(container, unit, image, command, restart_sec=1, unconfined=False):
                               % container.restart_retries)
     else:
         unit.notes.append('restart policy %r: the unit does not restart the container' % container.policy_text)
-    section = ['[Container]', 'ContainerName=%s' % container.name, 'Image=%s' % escape(image)]
+    section = ['[Container]', 'ContainerName=%s' % _must_render(container.name, 'ContainerName')]
+    if rootfs is not None:
+        section.append('Rootfs=%s' % _must_render(rootfs, 'Rootfs'))
+    else:
+        section.append('Image=%s' % _must_render(image, 'Image'))
     if command:
+        if '' in command:
+            raise ConversionProblem('the command has an empty argument, which Exec= cannot hold (systemd drops it)')
         section.append('Exec=%s' % ' '.join(quote_arg(a) for a in command))
-    for key, value in unit.keys:
-        section.append('%s=%s' % (key, quote_arg(value) if key in QUOTED_KEYS else escape(value)))
-    if unit.podman_args:
-        section.append('PodmanArgs=%s' % ' '.join(quote_arg(a) for a in unit.podman_args))
+    section.extend('%s=%s' % (key, value) for key, value in unit.keys)
+    section.extend('GlobalArgs=%s' % line for line in unit.global_args)
+    section.extend('PodmanArgs=%s' % line for line in unit.podman_args)
     header = ['# Converted from podman container %s by homelab.postmortem.podman_quadlet.' % container.name,
               "# systemd restarts it (Restart= below); podman's own restart policy is not used." if restart
               else '# The container had no restart policy, so neither does this unit.']
@@ -338,9 +498,9 @@ def render(container, unit, image, command, restart_sec=1, unconfined=False):
                      + ['', '[Install]', 'WantedBy=default.target', ''])
 
 
-# Keys whose value Quadlet splits like a command line.
-QUOTED_KEYS = ('Environment', 'Label')
 _SAFE = frozenset('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@+%$')
+_C_ESCAPES = {'\\': '\\\\', '"': '\\"', '\n': '\\n', '\t': '\\t', '\r': '\\r', '\a': '\\a', '\b': '\\b',
+              '\f': '\\f', '\v': '\\v'}
 
 
 def escape(value):
@@ -348,11 +508,31 @@ def escape(value):
     return value.replace('%', '%%').replace('$', '$$')
 
 
-def quote_arg(value):
+def quote_arg(value, always=False):
+    """One word for a key Quadlet splits like a command line (Exec=, PodmanArgs=, Environment=, ...).
+
+    Double-quoted with C escapes for anything but plain characters: the generator unquotes and
+    unescapes it, then escapes it again for ExecStart (pkg/systemd/parser/split.go).
+    """
     value = escape(value)
-    if value and all(c in _SAFE for c in value):
+    if value and not always and all(c in _SAFE for c in value):
         return value
-    return '"%s"' % value.replace('\\', '\\\\').replace('"', '\\"')
+    out = []
+    for char in value:
+        if char in _C_ESCAPES:
+            out.append(_C_ESCAPES[char])
+        elif ord(char) < 32 or ord(char) == 127:
+            out.append('\\x%02x' % ord(char))
+        else:
+            out.append(char)
+    return '"%s"' % ''.join(out)
+
+
+def _must_render(value, key):
+    rendered, why = render_value(value or '', 'single')
+    if rendered is None:
+        raise ConversionProblem('%s=%r cannot be written: %s' % (key, value, why))
+    return rendered
 
 
 def find_generator(which, candidates=('/usr/libexec/podman/quadlet', '/usr/lib/podman/quadlet',

@@ -47,19 +47,30 @@ def layer_changes(diff, container):
     return significant
 
 
-def build(container, version, image_config=None, image=None, restart_sec=1, unconfined=False):
-    """(unit text, notes, source) for ``container``; ConversionProblem when it cannot be converted faithfully."""
+def build(container, version, image_config=None, image=None, restart_sec=1, unconfined=False, specs=None,
+          version_text=None):
+    """(unit text, notes, source) for ``container``; ConversionProblem when it cannot be converted faithfully.
+
+    ``specs``: (global, run) OptionSpec of the host's podman, needed to read a CreateCommand.
+    """
+    rootfs = None
     if container.create_command:
+        if specs is None:
+            raise quadlet.ConversionProblem("podman's options are not known (podman --help could not be read)")
         env_values = dict(item.split('=', 1) for item in (container.raw.get('Config') or {}).get('Env') or []
                           if '=' in item)
-        unit, recorded_image, command = quadlet.from_create_command(container, version, env_values)
+        unit, recorded_image, rootfs, command = quadlet.from_create_command(
+            container, version, specs, env_values, version_text)
         source = 'CreateCommand'
     else:
-        unit, recorded_image, command = quadlet.from_inspect(container, image_config, version)
+        unit, recorded_image, rootfs, command = quadlet.from_inspect(container, image_config, version)
         source = 'inspect'
+    if rootfs is not None and image:
+        raise quadlet.ConversionProblem('--rootfs %s: the container runs from a root filesystem on the host, so its '
+                                        'writable-layer changes cannot be committed to an image' % rootfs)
     _keep_anonymous_volumes(unit, container)
     text = quadlet.render(container, unit, image or recorded_image, command, restart_sec=restart_sec,
-                          unconfined=unconfined)
+                          unconfined=unconfined, rootfs=rootfs)
     return text, unit.notes, source
 
 
@@ -73,6 +84,6 @@ def _keep_anonymous_volumes(unit, container):
     for mount in container.raw.get('Mounts') or []:
         name, dest = mount.get('Name') or '', mount.get('Destination')
         if mount.get('Type') == 'volume' and dest and dest not in covered and _ANONYMOUS.match(name):
-            unit.add('Volume', '%s:%s' % (name, dest), option='--volume')
+            unit.add('Volume', '%s:%s' % (name, dest), 'multi', ['--volume', '%s:%s' % (name, dest)])
             unit.notes.append('anonymous volume %s at %s is mounted by name, so its data stays with the container'
                               % (name[:12], dest))
