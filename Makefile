@@ -47,7 +47,7 @@ install: collection
 # Everything the tests need: Debian packages (root), test Python packages,
 # podman's config and systemd image, llama-server and the model, containers.podman.
 test-env: collection
-	@scripts/venv.sh requirements/controller.txt requirements/test.txt
+	@scripts/venv.sh requirements/controller.txt requirements/test.txt requirements/test-peft.txt
 	@scripts/setup-system.sh
 	@scripts/setup-podman.sh
 	@scripts/setup-quadlet.sh

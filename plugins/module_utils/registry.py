@@ -29,6 +29,8 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_lora_patterns
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_weight_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError, SettingsError
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import bound_instances, error_finding, make_finding
 
@@ -43,6 +45,8 @@ DETECTIONS = (
     ollama_gemma4_renderer,
     ollama_format_think,
     ollama_schema_order,
+    vllm_weight_cache,
+    vllm_lora_patterns,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)
 GROUPS = ('pi', 'llama', 'podman', 'docker', 'ollama', 'vllm')

@@ -25,11 +25,13 @@ options:
         but those.
       - Known ids are C(pi_ir_tx), C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race),
         C(podman_restart_userns), C(podman_export_idmap), C(docker_overlay_sandbox),
-        C(ollama_gemma4_renderer), C(ollama_format_think) and C(ollama_schema_order).
+        C(ollama_gemma4_renderer), C(ollama_format_think), C(ollama_schema_order), C(vllm_weight_cache)
+        and C(vllm_lora_patterns).
       - Groups are C(pi) (C(pi_ir_tx)), C(llama) (C(llama_lora_cache), C(llama_spec_logprobs),
         C(llama_sleep_race)), C(podman) (C(podman_restart_userns), C(podman_export_idmap)),
-        C(docker) (C(docker_overlay_sandbox)) and C(ollama) (C(ollama_gemma4_renderer),
-        C(ollama_format_think), C(ollama_schema_order)).
+        C(docker) (C(docker_overlay_sandbox)), C(ollama) (C(ollama_gemma4_renderer),
+        C(ollama_format_think), C(ollama_schema_order)) and C(vllm) (C(vllm_weight_cache),
+        C(vllm_lora_patterns)).
       - An unknown id or group fails the task before any detection runs.
     type: list
     elements: str

@@ -70,12 +70,14 @@ def ids(detections):
 def test_groups_select_their_detections_in_report_order():
     assert ids(registry.select(['podman'])) == ['podman_restart_userns', 'podman_export_idmap']
     without_llama = ['pi_ir_tx', 'podman_restart_userns', 'podman_export_idmap', 'docker_overlay_sandbox',
-                     'ollama_gemma4_renderer', 'ollama_format_think', 'ollama_schema_order']
+                     'ollama_gemma4_renderer', 'ollama_format_think', 'ollama_schema_order', 'vllm_weight_cache',
+                     'vllm_lora_patterns']
     assert ids(registry.select(['all', '!llama'])) == without_llama
+    assert ids(registry.select(['vllm'])) == ['vllm_weight_cache', 'vllm_lora_patterns']
     assert ids(registry.select(['docker'])) == ['docker_overlay_sandbox']
     assert ids(registry.select(['llama', '!llama_sleep_race'])) == ['llama_lora_cache', 'llama_spec_logprobs']
     only_llama = ['llama_lora_cache', 'llama_spec_logprobs', 'llama_sleep_race']
-    assert ids(registry.select(['!podman', '!pi', '!docker', '!ollama'])) == only_llama
+    assert ids(registry.select(['!podman', '!pi', '!docker', '!ollama', '!vllm'])) == only_llama
 
 
 @pytest.mark.parametrize('requested,fragment', [

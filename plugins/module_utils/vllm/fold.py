@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fold each LoRA module's own scale into its lora_B, so every vLLM and PEFT version serves it right.
+
+Every module ends up with the base scale S0 = lora_alpha / r (or / sqrt(r) with rsLoRA): its
+lora_B is multiplied by trained_scale / S0. The ranks the tensors need stay in rank_pattern
+(clearing it, as the write-up suggests, makes PEFT refuse the adapter: the tensor ranks no longer
+match r), keyed by each module's full name, and alpha_pattern gets the alpha that gives S0 at
+that rank. The plan is checked under every PEFT pattern rule and under vLLM before and after
+0.32.0 before anything is written.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import safetensors
+
+PROVENANCE_KEY = 'homelab.postmortem.folded_from'
+TOLERANCE = 1e-9
+
+
+class FoldProblem(vllm_adapters.AdapterProblem):
+    pass
+
+
+class Plan(object):
+    def __init__(self, adapter, config, factors, base_scale, fingerprint):
+        self.adapter = adapter
+        self.config = config            # the new adapter_config.json (dict)
+        self.factors = factors          # module -> factor for lora_B
+        self.base_scale = base_scale
+        self.fingerprint = fingerprint  # of the source: config + weights header
+
+
+def plan(adapter):
+    """The folded config and per-module factors; FoldProblem when no pattern set reads the same everywhere."""
+    config = adapter.config
+    base = adapter.base_scale()
+    factors, ranks = {}, {}
+    for module in sorted(adapter.modules):
+        rank, trained = lora_scale.peft_scale(config, module, adapter.peft_version)
+        tensor_rank = adapter.modules[module].get('rank')
+        if tensor_rank is not None and tensor_rank != rank:
+            raise FoldProblem('%s: module %s has rank %d in its tensors but %d by the PEFT %s rule; the trained '
+                              'scale cannot be known' % (adapter.path, module, tensor_rank, rank,
+                                                         lora_scale.dotted(adapter.peft_version)))
+        factors[module] = trained / base
+        ranks[module] = tensor_rank or rank
+    for module, factor in factors.items():
+        dtype = adapter.header.tensors[adapter.modules[module]['B']].dtype
+        if abs(factor - 1) > TOLERANCE and dtype not in safetensors.SCALABLE:
+            raise FoldProblem('%s: %s is %s, which cannot be scaled (F32, F16 and BF16 can)'
+                              % (adapter.path, adapter.modules[module]['B'], dtype))
+    new = copy.deepcopy(adapter.raw_config)
+    rank_pattern, alpha_pattern = {}, {}
+    for module in sorted(ranks, key=lambda m: (-len(m), m)):
+        if ranks[module] != config.r:
+            rank_pattern[module] = ranks[module]
+            alpha_pattern[module] = base * (math.sqrt(ranks[module]) if config.use_rslora else ranks[module])
+    new['rank_pattern'] = rank_pattern
+    new['alpha_pattern'] = alpha_pattern
+    _check(adapter, new, ranks, base)
+    return Plan(adapter, new, factors, base, source_fingerprint(adapter))
+
+
+def _check(adapter, new, ranks, base):
+    parsed, why = lora_scale.parse_config(new)
+    if parsed is None:
+        raise FoldProblem('%s: the folded config would be invalid: %s' % (adapter.path, why))
+    for module, rank in ranks.items():
+        readings = [('PEFT %s' % lora_scale.dotted(v),) + lora_scale.peft_scale(parsed, module, v)
+                    for v in lora_scale.PEFT_RULES]
+        for version in ((0, 31, 0), (0, 32, 0)):
+            served, _why = lora_scale.vllm_scale(parsed, module, version)
+            readings.append(('vLLM %s' % lora_scale.dotted(version), rank, served))
+        for label, got_rank, got_scale in readings:
+            if got_rank != rank or abs(got_scale - base) > 1e-9 * max(1.0, abs(base)):
+                raise FoldProblem('%s: %s would read module %s of the folded adapter as rank %s scale %s instead of '
+                                  'rank %d scale %s (module names overlap, so a key for one matches another); '
+                                  'fold by hand' % (adapter.path, label, module, got_rank, got_scale, rank, base))
+
+
+def source_fingerprint(adapter):
+    digest = hashlib.sha256()
+    digest.update(json.dumps(adapter.raw_config, sort_keys=True).encode('utf-8'))
+    digest.update(adapter.header.raw)
+    return digest.hexdigest()
+
+
+def up_to_date(dest, fingerprint):
+    """Whether ``dest`` already holds the fold of a source with this fingerprint."""
+    try:
+        header = safetensors.read_header(os.path.join(dest, vllm_adapters.WEIGHTS))
+    except safetensors.SafetensorsProblem:
+        return False
+    return header.metadata.get(PROVENANCE_KEY, '').endswith(fingerprint)
+
+
+def write(plan_, dest):
+    """Write the folded adapter next to ``dest`` and move it into place; returns the backup path or None."""
+    adapter = plan_.adapter
+    parent = os.path.dirname(os.path.abspath(dest)) or '.'
+    work = tempfile.mkdtemp(prefix='.%s.fold-' % os.path.basename(dest), dir=parent)
+    try:
+        for name in sorted(os.listdir(adapter.path)):
+            source = os.path.join(adapter.path, name)
+            if name in (vllm_adapters.CONFIG, vllm_adapters.WEIGHTS) or not os.path.isfile(source):
+                continue
+            shutil.copy2(source, os.path.join(work, name))
+        with open(os.path.join(work, vllm_adapters.CONFIG), 'w') as handle:
+            json.dump(plan_.config, handle, indent=2, sort_keys=True)
+            handle.write('\n')
+        _write_weights(plan_, os.path.join(work, vllm_adapters.WEIGHTS))
+        backup = None
+        if os.path.lexists(dest):
+            backup = '%s.%s.bak' % (dest.rstrip('/'), time.strftime('%Y%m%dT%H%M%S'))
+            os.rename(dest, backup)
+        os.rename(work, dest)
+        return backup
+    except Exception:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _write_weights(plan_, target):
+    adapter = plan_.adapter
+    header = adapter.header
+    scaled = dict((adapter.modules[m]['B'], f) for m, f in plan_.factors.items() if abs(f - 1) > TOLERANCE)
+    order = sorted(header.tensors.values(), key=lambda t: t.begin)
+    metadata = dict(header.metadata)
+    metadata[PROVENANCE_KEY] = '%s sha256:%s' % (adapter.path, plan_.fingerprint)
+    with open(target, 'wb') as out, open(header.path, 'rb') as source:
+        out.write(safetensors.header_bytes([(t.name, t.dtype, t.shape, t.nbytes) for t in order], metadata))
+        for tensor in order:
+            source.seek(header.data_start + tensor.begin)
+            if tensor.name in scaled:
+                data = source.read(tensor.nbytes)
+                if len(data) != tensor.nbytes:
+                    raise safetensors.SafetensorsProblem('%s: tensor %s is cut short' % (header.path, tensor.name))
+                out.write(safetensors.scale(data, tensor.dtype, scaled[tensor.name]))
+                continue
+            remaining = tensor.nbytes
+            while remaining:
+                chunk = source.read(min(remaining, safetensors.COPY_CHUNK))
+                if not chunk:
+                    raise safetensors.SafetensorsProblem('%s: tensor %s is cut short' % (header.path, tensor.name))
+                out.write(chunk)
+                remaining -= len(chunk)
+        out.flush()
+        os.fsync(out.fileno())

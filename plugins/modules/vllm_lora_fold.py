@@ -1,0 +1,166 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: vllm_lora_fold
+short_description: Write a copy of a PEFT LoRA adapter that every vLLM serves at the scales it was trained with
+version_added: 0.2.0
+description:
+  - Reads a PEFT adapter (C(adapter_config.json), C(adapter_model.safetensors)) and computes each module's
+    trained scale with the pattern rule of the PEFT version that saved it (C(peft_version) in the config;
+    the newest rule when it is not recorded).
+  - Writes a new adapter directory I(dest) (the original is never modified) where each module's C(lora_B)
+    is multiplied by trained scale / base scale (base = C(lora_alpha / r), or C(/ sqrt(r)) with rsLoRA),
+    the ranks the tensors need stay in C(rank_pattern) under each module's full name, and C(alpha_pattern)
+    gives every module the base scale. So vLLM before 0.32.0 (one scale for all), vLLM 0.32.0 and later,
+    and PEFT all serve the same adapter. Clearing the patterns instead would make PEFT refuse an adapter
+    whose modules have other ranks.
+  - Keeps C(r), C(lora_alpha), C(use_rslora), every other config field, each tensor's dtype (C(F32),
+    C(F16), C(BF16) can be scaled; a module of another dtype that needs a factor fails the task) and the
+    safetensors metadata (with a C(homelab.postmortem.folded_from) entry naming the source and its
+    fingerprint). Tensors are streamed one at a time; the directory is written beside I(dest) and moved
+    into place; an existing I(dest) is kept as a timestamped backup.
+  - An I(dest) folded from the same source (same config and weights header) is left alone, so a second run
+    changes nothing. Check mode reports the factors and writes nothing.
+  - The plan is checked under PEFT's three pattern rules and vLLM before and after 0.32.0 first; when module
+    names overlap so that a pattern key would match another module, the task fails and nothing is written.
+options:
+  src:
+    description: The adapter directory to read.
+    type: path
+    required: true
+  dest:
+    description: The directory to write the folded adapter to. Must not be I(src).
+    type: path
+    required: true
+  max_listed:
+    description: Modules listed in C(factors).
+    type: int
+    default: 20
+attributes:
+  check_mode:
+    support: full
+    description: Reports the factors and the new config, and writes nothing.
+  diff_mode:
+    support: full
+    description: Returns the adapter_config.json before and after.
+  platform:
+    platforms: posix
+    support: full
+    description: Target OS/families that can be operated against.
+author:
+  - homelab.postmortem maintainers (@homelab-postmortem)
+seealso:
+  - module: homelab.postmortem.vllm_lora_patterns_facts
+'''
+
+EXAMPLES = r'''
+- name: Fold the persona adapter's per-module scales into its weights
+  homelab.postmortem.vllm_lora_fold:
+    src: /srv/adapters/persona
+    dest: /srv/adapters/persona-folded
+  register: fold
+
+- name: Show what was scaled
+  ansible.builtin.debug:
+    msg: "{{ fold.modules_scaled }} of {{ fold.modules }} modules scaled: {{ fold.factors }}"
+'''
+
+RETURN = r'''
+dest:
+  description: The folded adapter directory.
+  returned: always
+  type: str
+modules:
+  description: LoRA modules in the adapter.
+  returned: always
+  type: int
+modules_scaled:
+  description: Modules whose lora_B was (or would be) multiplied by a factor other than 1.
+  returned: always
+  type: int
+factors:
+  description: The first I(max_listed) modules with a factor other than 1, and the factor.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{module: model.layers.0.self_attn.q_proj, factor: 0.5}]
+base_scale:
+  description: The scale every module has in the folded adapter.
+  returned: always
+  type: float
+peft_rule:
+  description: The PEFT version whose pattern rule decided the trained scales, and whether the adapter recorded it.
+  returned: always
+  type: dict
+backup:
+  description: Where an existing I(dest) was moved before the new one took its place.
+  returned: when I(dest) existed and was replaced
+  type: str
+'''
+
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import fold
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            src=dict(type='path', required=True),
+            dest=dict(type='path', required=True),
+            max_listed=dict(type='int', default=20),
+        ),
+        supports_check_mode=True,
+    )
+    src, dest = module.params['src'], module.params['dest']
+    if os.path.realpath(src) == os.path.realpath(dest):
+        module.fail_json(msg='dest must not be src: the original adapter is never modified')
+    try:
+        adapter = vllm_adapters.load(src)
+        planned = fold.plan(adapter)
+    except HostInputError as exc:
+        module.fail_json(msg='%s; nothing was written' % exc)
+    scaled = [(m, f) for m, f in sorted(planned.factors.items()) if abs(f - 1) > fold.TOLERANCE]
+    result = dict(
+        dest=dest, modules=len(planned.factors), modules_scaled=len(scaled), base_scale=planned.base_scale,
+        factors=[{'module': m, 'factor': round(f, 8)} for m, f in scaled[:module.params['max_listed']]],
+        peft_rule={'version': lora_scale.dotted(adapter.peft_version), 'recorded': adapter.peft_version_recorded},
+    )
+    if fold.up_to_date(dest, planned.fingerprint):
+        module.exit_json(changed=False, msg='%s is already the fold of %s' % (dest, src), **result)
+    before = ''
+    try:
+        with open(os.path.join(dest, vllm_adapters.CONFIG)) as handle:
+            before = handle.read()
+    except (IOError, OSError):
+        pass
+    result['diff'] = {'before': before, 'after': json.dumps(planned.config, indent=2, sort_keys=True) + '\n',
+                      'before_header': os.path.join(dest, vllm_adapters.CONFIG),
+                      'after_header': os.path.join(dest, vllm_adapters.CONFIG)}
+    if module.check_mode:
+        module.exit_json(changed=True, **result)
+    try:
+        backup = fold.write(planned, dest)
+    except (HostInputError, IOError, OSError) as exc:
+        module.fail_json(msg='writing %s failed: %s; %s is unchanged' % (dest, exc, src), **result)
+    if backup:
+        result['backup'] = backup
+    module.exit_json(changed=True, **result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,247 @@
+"""vllm_lora_patterns and vllm_lora_fold on real safetensors files written here (numpy + the
+safetensors package), and PEFT's older pattern rules as read from their source (PEFT 0.21.2
+itself is the oracle for the current rule in tests/e2e/test_vllm_lora_peft.py).
+"""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file, save_file
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_lora_patterns
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold, lora_scale, safetensors
+
+PREFIX = 'base_model.model.'
+MODULES = ['model.layers.0.self_attn.q_proj', 'model.layers.0.self_attn.v_proj',
+           'model.layers.1.self_attn.q_proj', 'model.layers.1.self_attn.v_proj']
+
+
+def config(**extra):
+    data = {'r': 8, 'lora_alpha': 16, 'use_rslora': False, 'rank_pattern': {}, 'alpha_pattern': {},
+            'peft_type': 'LORA', 'target_modules': ['q_proj', 'v_proj']}
+    data.update(extra)
+    return data
+
+
+def write_adapter(path, cfg, ranks=None, dtype=np.float32, modules=tuple(MODULES), metadata=None):
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, 'adapter_config.json'), 'w') as handle:
+        json.dump(cfg, handle)
+    rng = np.random.default_rng(7)
+    tensors = {}
+    for module in modules:
+        rank = (ranks or {}).get(module, cfg['r'])
+        tensors[PREFIX + module + '.lora_A.weight'] = rng.standard_normal((rank, 16)).astype(dtype)
+        tensors[PREFIX + module + '.lora_B.weight'] = rng.standard_normal((24, rank)).astype(dtype)
+    save_file(tensors, os.path.join(path, 'adapter_model.safetensors'), metadata=metadata or {'format': 'pt'})
+    return tensors
+
+
+def scales(cfg, version):
+    parsed, why = lora_scale.parse_config(cfg)
+    assert parsed, why
+    return dict((m, lora_scale.peft_scale(parsed, m, version)) for m in MODULES)
+
+
+def test_peft_rules_per_version():
+    # A rank key that matches q_proj and a different alpha key that matches layers.1's q_proj.
+    cfg = config(rank_pattern={'q_proj': 4}, alpha_pattern={'layers.1.self_attn.q_proj': 32})
+    old, separate, current = (scales(cfg, v) for v in ((0, 13, 2), (0, 14, 0), (0, 21, 2)))
+    # 0.6-0.13: one lookup; the rank key 'q_proj' is found first and hides the alpha key.
+    assert old['model.layers.1.self_attn.q_proj'] == (4, 16 / 4)
+    # 0.14+: separate lookups, so layer 1's q_proj gets alpha 32.
+    assert separate['model.layers.1.self_attn.q_proj'] == (4, 32 / 4)
+    assert current['model.layers.1.self_attn.q_proj'] == (4, 32 / 4)
+    assert old['model.layers.0.self_attn.v_proj'] == (8, 2.0)
+
+
+def test_a_key_that_only_the_new_rule_matches():
+    # '(.*\.)?(key)$' (0.15+) lets a key match from the start of the name; '.*\.key$' needs a dot before it.
+    cfg = config(rank_pattern={'model.layers.0.self_attn.q_proj': 4, r'model\.layers\.1.*q_proj': 2})
+    assert scales(cfg, (0, 14, 0))['model.layers.0.self_attn.q_proj'] == (4, 4.0)  # exact full-name lookup
+    assert scales(cfg, (0, 14, 0))['model.layers.1.self_attn.q_proj'] == (8, 2.0)  # regex needs a leading dot
+    assert scales(cfg, (0, 15, 0))['model.layers.1.self_attn.q_proj'] == (2, 8.0)
+
+
+def test_rslora_and_vllm_versions():
+    parsed = lora_scale.parse_config(config(use_rslora=True, rank_pattern={'v_proj': 4}))[0]
+    name = 'model.layers.0.self_attn.v_proj'
+    assert lora_scale.peft_scale(parsed, name, (0, 21, 2)) == (4, 16 / math.sqrt(4))
+    assert lora_scale.peft_scale(parsed, name, (0, 7, 1)) == (4, 16 / 4)  # no rsLoRA before PEFT 0.8.0
+    assert lora_scale.vllm_scale(parsed, name, (0, 6, 4)) == (16 / 8, None)  # rsLoRA and patterns ignored
+    assert lora_scale.vllm_scale(parsed, name, (0, 6, 5))[0] is None        # refused
+    assert lora_scale.vllm_scale(parsed, name, (0, 31, 0)) == (16 / math.sqrt(8), None)
+    assert lora_scale.vllm_scale(parsed, name, (0, 32, 0)) == (16 / math.sqrt(4), None)
+
+
+@pytest.mark.parametrize('data,fragment', [
+    ({'r': 0, 'lora_alpha': 16}, 'r is 0'),
+    ({'r': 8, 'lora_alpha': 'sixteen'}, 'lora_alpha is'),
+    ({'r': 8}, 'lora_alpha is None'),
+    ({'r': 8, 'lora_alpha': 16, 'rank_pattern': {'q': 'four'}}, 'rank_pattern is not a map'),
+    ({'r': 8, 'lora_alpha': 16, 'alpha_pattern': {'(': 4}}, 'not a regular expression'),
+    ([1, 2], 'not a JSON object'),
+])
+def test_bad_configs_are_named(data, fragment):
+    parsed, why = lora_scale.parse_config(data)
+    assert parsed is None and fragment in why
+
+
+def test_bad_safetensors_files_are_named(tmp_path):
+    good = tmp_path / 'good'
+    write_adapter(str(good), config())
+    data = (good / 'adapter_model.safetensors').read_bytes()
+    cases = {
+        'short': data[:5],
+        'huge-header': struct.pack('<Q', len(data) * 10) + data[8:],
+        'not-json': struct.pack('<Q', 6) + b'{nope}' + data[8:],
+        'truncated': data[:-10],
+    }
+    for name, content in cases.items():
+        path = tmp_path / name
+        path.mkdir()
+        (path / 'adapter_config.json').write_text(json.dumps(config()))
+        (path / 'adapter_model.safetensors').write_bytes(content)
+        with pytest.raises(adapters.AdapterProblem) as exc:
+            adapters.load(str(path))
+        assert str(path / 'adapter_model.safetensors') in str(exc.value), (name, exc.value)
+    (tmp_path / 'bin-only').mkdir()
+    (tmp_path / 'bin-only' / 'adapter_config.json').write_text(json.dumps(config()))
+    (tmp_path / 'bin-only' / 'adapter_model.bin').write_bytes(b'pickle')
+    with pytest.raises(adapters.AdapterProblem, match='only adapter_model.bin'):
+        adapters.load(str(tmp_path / 'bin-only'))
+
+
+@pytest.mark.parametrize('dtype,name', [(np.float32, 'F32'), (np.float16, 'F16')])
+def test_scale_matches_numpy(dtype, name):
+    values = np.array([1.5, -2.25, 3e-3, 0.0, 1000.0], dtype=dtype)
+    out = np.frombuffer(safetensors.scale(values.tobytes(), name, 0.5), dtype=dtype)
+    assert np.array_equal(out, (values.astype(np.float64) * 0.5).astype(dtype))
+
+
+def test_bf16_scaling_rounds_to_nearest_even():
+    raw = np.array([1.0, -3.5, 1e-20, 65504.0], dtype=np.float32)
+    halves = (raw.view(np.uint32) >> 16).astype(np.uint16)
+    values = (halves.astype(np.uint32) << 16).view(np.float32)  # what those bf16 values are
+    out = np.frombuffer(safetensors.scale(halves.tobytes(), 'BF16', 2.0), dtype=np.uint16)
+    assert np.array_equal((out.astype(np.uint32) << 16).view(np.float32), values * 2)  # x2 is exact
+    # 1 + 2**-8 lies halfway between two bf16 values: it rounds to the even one, 1.0.
+    third = np.frombuffer(safetensors.scale(np.array([0x3f80], dtype=np.uint16).tobytes(), 'BF16', 1 + 2 ** -8),
+                          dtype=np.uint16)
+    assert third[0] == 0x3f80
+    with pytest.raises(safetensors.SafetensorsProblem, match='I8 cannot be scaled'):
+        safetensors.scale(b'\x01', 'I8', 2.0)
+
+
+def ctx(tmp_path, settings):
+    os.makedirs(str(tmp_path / 'proc'), exist_ok=True)
+    return AuditContext(root='/', live=True, proc_root=str(tmp_path / 'proc'), sys_root=str(tmp_path / 'sys'),
+                        kernel_release='6.18.0', which=lambda name: None,
+                        settings=registry.validate_settings({'vllm_lora_patterns': settings}))
+
+
+def test_detection_without_vllm_reports_what_before_0_32_would_do(tmp_path):
+    root = tmp_path / 'adapters'
+    write_adapter(str(root / 'patterned'), config(alpha_pattern={'v_proj': 32}, peft_version='0.21.2'))
+    write_adapter(str(root / 'plain'), config())
+    write_adapter(str(root / 'equal'), config(rank_pattern={'v_proj': 4}, alpha_pattern={'v_proj': 8}),
+                  ranks=dict((m, 4) for m in MODULES if m.endswith('v_proj')))
+    (root / 'broken').mkdir()
+    (root / 'broken' / 'adapter_config.json').write_text('{"r": "x"}')
+    finding = registry.run_one(ctx(tmp_path, {'adapter_paths': [str(root)]}), vllm_lora_patterns)
+    found = dict((os.path.basename(i['evidence'].get('path', '')), i) for i in finding['evidence']['instances'])
+    assert found['patterned']['status'] == 'at_risk'
+    judged = found['patterned']['evidence']['judged'][0]
+    assert judged['modules_off'] == 2 and judged['factors'] == {'0.5': 2}
+    assert judged['modules_listed'][0]['trained_scale'] == 4.0 and judged['modules_listed'][0]['served_scale'] == 2.0
+    assert found['plain']['status'] == 'ok' and found['equal']['status'] == 'ok'
+    assert found['broken']['status'] == 'error' and 'adapter_config.json' in found['broken']['summary']
+    assert 'does not record the PEFT' in found['plain']['evidence']['note']
+    assert finding['status'] == 'error' or finding['status'] == 'at_risk'
+
+
+def test_detection_with_vllm_installed_under_a_prefix(tmp_path):
+    root = tmp_path / 'adapters'
+    write_adapter(str(root / 'patterned'), config(alpha_pattern={'v_proj': 32}))
+    for version in ('0.31.0', '0.32.0'):
+        prefix = tmp_path / ('venv-' + version)
+        (prefix / 'lib' / 'python3.11' / 'site-packages' / ('vllm-%s.dist-info' % version)).mkdir(parents=True)
+    settings = {'adapter_paths': [str(root)], 'vllm_prefixes': [str(tmp_path / 'venv-0.31.0')]}
+    finding = registry.run_one(ctx(tmp_path, settings), vllm_lora_patterns)
+    assert finding['status'] == 'affected', finding['summary']
+    assert 'vLLM 0.31.0 serves 2 of 4 modules' in finding['summary']
+    settings['vllm_prefixes'] = [str(tmp_path / 'venv-0.32.0')]
+    assert registry.run_one(ctx(tmp_path, settings), vllm_lora_patterns)['status'] == 'ok'
+
+
+def test_a_ten_thousand_adapter_tree_is_bounded(tmp_path):
+    root = tmp_path / 'many'
+    cfg = json.dumps(config())
+    for index in range(10000):
+        folder = root / ('a%05d' % index)
+        folder.mkdir(parents=True)
+        (folder / 'adapter_config.json').write_text(cfg)
+    found, problems, skipped = adapters.find(ctx(tmp_path, {}), [str(root)], 25)
+    assert len(found) == 25 and skipped == 9975 and problems == []
+    finding = registry.run_one(ctx(tmp_path, {'adapter_paths': [str(root)], 'max_adapters': 25}), vllm_lora_patterns)
+    assert len(finding['evidence']['instances']) == 25
+    assert 'stopped after 25 adapters' in finding['evidence']['note'] and finding['evidence']['adapters_skipped'] == 9975
+
+
+def test_unreadable_and_missing_paths_are_errors(tmp_path):
+    finding = registry.run_one(ctx(tmp_path, {'adapter_paths': [str(tmp_path / 'nowhere')]}), vllm_lora_patterns)
+    assert finding['evidence']['instances'][0]['status'] == 'error'
+    assert 'nowhere is not a directory' in finding['evidence']['instances'][0]['summary']
+
+
+@pytest.mark.parametrize('dtype', [np.float32, np.float16])
+def test_fold_scales_lora_b_keeps_everything_else_and_is_idempotent(tmp_path, dtype):
+    src, dest = str(tmp_path / 'src'), str(tmp_path / 'dest')
+    ranks = {'model.layers.0.self_attn.v_proj': 4, 'model.layers.1.self_attn.v_proj': 4}
+    cfg = config(rank_pattern={'v_proj': 4}, alpha_pattern={'layers.1.self_attn.v_proj': 32}, peft_version='0.21.2')
+    original = write_adapter(src, cfg, ranks=ranks, dtype=dtype, metadata={'format': 'pt', 'note': 'keep me'})
+    plan = fold.plan(adapters.load(src))
+    # base 16/8 = 2; layer-0 v_proj trained 16/4 = 4 (x2), layer-1 v_proj 32/4 = 8 (x4).
+    assert plan.factors == {'model.layers.0.self_attn.q_proj': 1.0, 'model.layers.0.self_attn.v_proj': 2.0,
+                            'model.layers.1.self_attn.q_proj': 1.0, 'model.layers.1.self_attn.v_proj': 4.0}
+    assert fold.write(plan, dest) is None
+    folded = load_file(os.path.join(dest, 'adapter_model.safetensors'))
+    for name, tensor in original.items():
+        factor = 4.0 if 'layers.1.self_attn.v_proj.lora_B' in name else 2.0 if 'layers.0.self_attn.v_proj.lora_B' in name else 1.0
+        assert folded[name].dtype == tensor.dtype
+        assert np.array_equal(folded[name], (tensor.astype(np.float64) * factor).astype(dtype)), name
+    new_cfg = json.load(open(os.path.join(dest, 'adapter_config.json')))
+    assert new_cfg['r'] == 8 and new_cfg['lora_alpha'] == 16 and new_cfg['target_modules'] == ['q_proj', 'v_proj']
+    assert new_cfg['rank_pattern'] == ranks
+    assert new_cfg['alpha_pattern'] == {'model.layers.0.self_attn.v_proj': 8.0, 'model.layers.1.self_attn.v_proj': 8.0}
+    header = safetensors.read_header(os.path.join(dest, 'adapter_model.safetensors'))
+    assert header.metadata['note'] == 'keep me' and fold.PROVENANCE_KEY in header.metadata
+    assert fold.up_to_date(dest, plan.fingerprint)
+    # Every rule and vLLM version now reads every module at the base scale.
+    folded_adapter = adapters.load(dest)
+    for version in ((0, 31, 0), (0, 32, 0)):
+        rows, _refused = adapters.judge(folded_adapter, version)
+        assert not [r for r in rows if adapters.off(r)]
+    # Changing the source makes the output stale.
+    write_adapter(src, dict(cfg, lora_alpha=32), ranks=ranks, dtype=dtype)
+    assert not fold.up_to_date(dest, fold.plan(adapters.load(src)).fingerprint)
+
+
+def test_fold_refuses_what_it_cannot_do(tmp_path):
+    src = str(tmp_path / 'int8')
+    write_adapter(src, config(alpha_pattern={'v_proj': 32}), dtype=np.int8)
+    with pytest.raises(fold.FoldProblem, match='cannot be scaled'):
+        fold.plan(adapters.load(src))
+    overlap = str(tmp_path / 'overlap')
+    # 'vision.model.layers.0.self_attn.q_proj' ends with '.model.layers.0.self_attn.q_proj': a full-name key
+    # for the shorter module would also match the longer one under PEFT 0.6-0.14.
+    names = ['model.layers.0.self_attn.q_proj', 'vision.model.layers.0.self_attn.q_proj']
+    write_adapter(overlap, config(rank_pattern={'^model.layers.0.self_attn.q_proj': 4}, peft_version='0.21.2'),
+                  ranks={names[0]: 4, names[1]: 8}, modules=names)
+    with pytest.raises(fold.FoldProblem, match='module names overlap'):
+        fold.plan(adapters.load(overlap))
