@@ -234,30 +234,68 @@ def fix_text(finding):
     return text
 
 
-def summary_lines(report, paths):
-    checks = [c['id'] for c in report['checks']]
-    rows = [['HOST'] + checks]
-    for entry in report['hosts']:
-        if entry['state'] != 'audited':
-            rows.append([entry['name']] + [entry['state'].upper()] * len(checks))
-        else:
-            rows.append([entry['name']] + [effective_status(entry, c) or '-' for c in checks])
+# Up to this many hosts the summary shows the host x check table; above it, counts per check
+# and status. The attention list names at most ATTENTION_HOSTS hosts, worst first.
+TABLE_HOSTS = 40
+ATTENTION_HOSTS = 20
+
+
+def _host_rank(entry):
+    if entry['state'] != 'audited':
+        return STATUS_RANK['error']  # as the fail threshold counts it
+    return max([STATUS_RANK[f.get('status', 'error')] for f in entry['findings'].values()] or [0])
+
+
+def _attention(entry, checks):
+    if entry['state'] != 'audited':
+        return ['%s: %s (not audited): %s' % (entry['name'], entry['state'], entry['reason'])]
+    lines = []
+    for cid in checks:
+        finding = entry['findings'].get(cid)
+        if finding and finding.get('status') in ('affected', 'at_risk', 'error', 'unknown'):
+            lines.append('%s %s [%s] %s' % (entry['name'], cid, finding['status'], _one_line(finding.get('summary'))))
+            lines.append('    fix: %s; docs: docs/%s.md' % (fix_text(finding), cid))
+    return lines
+
+
+def _table(rows):
     widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    lines = ['homelab.postmortem audit: %d host(s), %d check(s)' % (len(report['hosts']), len(checks)), '']
-    for row in rows:
-        lines.append('  '.join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip())
-    attention = []
-    for entry in report['hosts']:
-        if entry['state'] != 'audited':
-            attention.append('%s: %s (not audited): %s' % (entry['name'], entry['state'], entry['reason']))
-            continue
+    return ['  '.join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
+
+
+def summary_lines(report, paths):
+    """A summary at any fleet size: the host table for small fleets, counts per check and status for
+    large ones; the worst ATTENTION_HOSTS hosts with what to do; totals; where the full report is."""
+    checks = [c['id'] for c in report['checks']]
+    hosts = report['hosts']
+    lines = ['homelab.postmortem audit: %d host(s), %d check(s)' % (len(hosts), len(checks)), '']
+    if len(hosts) <= TABLE_HOSTS:
+        rows = [['HOST'] + checks]
+        for entry in hosts:
+            if entry['state'] != 'audited':
+                rows.append([entry['name']] + [entry['state'].upper()] * len(checks))
+            else:
+                rows.append([entry['name']] + [effective_status(entry, c) or '-' for c in checks])
+        lines += _table(rows)
+    else:
+        shown = [s for s in reversed(STATUSES + HOST_PROBLEMS) if s in report['totals']]
+        rows = [['CHECK'] + shown]
         for cid in checks:
-            finding = entry['findings'].get(cid)
-            if finding and finding.get('status') in ('affected', 'at_risk', 'error', 'unknown'):
-                attention.append('%s %s [%s] %s' % (entry['name'], cid, finding['status'], _one_line(finding.get('summary'))))
-                attention.append('    fix: %s; docs: docs/%s.md' % (fix_text(finding), cid))
-    if attention:
-        lines += ['', 'Needs attention:'] + ['  ' + a for a in attention]
+            counts = dict((s, 0) for s in shown)
+            for entry in hosts:
+                status = effective_status(entry, cid)
+                if status in counts:
+                    counts[status] += 1
+            rows.append([cid] + [counts[s] or '-' for s in shown])
+        lines += ['Hosts per check and status:'] + ['  ' + line for line in _table(rows)]
+    needing = sorted((e for e in hosts if _attention(e, checks)), key=lambda e: -_host_rank(e))
+    if needing:
+        lines += ['', 'Needs attention (%d host(s)%s):' % (
+            len(needing), ', the worst %d shown' % ATTENTION_HOSTS if len(needing) > ATTENTION_HOSTS else '')]
+        for entry in needing[:ATTENTION_HOSTS]:
+            lines += ['  ' + a for a in _attention(entry, checks)]
+        if len(needing) > ATTENTION_HOSTS:
+            lines.append('  ... and %d more host(s): every host is in the reports below' % (len(needing) - ATTENTION_HOSTS))
     else:
         lines += ['', 'Nothing needs attention.']
     totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])

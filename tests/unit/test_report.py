@@ -153,3 +153,26 @@ def test_one_malformed_host_result_is_that_hosts_error_only(facts, reason):
     assert fleet['hosts'][1]['state'] == 'audited'
     ET.fromstring(report.to_junit(fleet))
     report.summary_lines(fleet, {})
+
+
+def test_the_summary_stays_a_summary_at_ten_thousand_hosts():
+    hosts = ['h%05d' % i for i in range(10000)]
+    results = {}
+    for index, host in enumerate(hosts):
+        status = 'affected' if index % 97 == 0 else 'at_risk' if index % 13 == 0 else 'ok'
+        results[host] = audited(pi_ir_tx=finding('pi_ir_tx', status), llama_sleep_race=finding('llama_sleep_race', 'ok'))
+    results['h00007'] = None  # never answered
+    fleet_report = report.build(hosts, results, CHECKS, '0.2.0')
+    lines = report.summary_lines(fleet_report, {'json': '/r/postmortem.json'})
+    text = '\n'.join(lines)
+    assert len(lines) < 80, len(lines)
+    assert 'Hosts per check and status:' in text and 'h09999' not in text.split('Needs attention')[0]
+    affected = sum(1 for i in range(10000) if i % 97 == 0)
+    at_risk = sum(1 for i in range(10000) if i % 13 == 0 and i % 97 != 0)
+    assert ('pi_ir_tx' in text and str(affected) in text and str(at_risk) in text)
+    assert 'Needs attention (%d host(s), the worst 20 shown):' % (affected + at_risk + 1) in text
+    # The worst come first: affected hosts, in inventory order.
+    attention = text.split('Needs attention', 1)[1].splitlines()
+    assert attention[1] == '  h00000 pi_ir_tx [affected] s' and attention[3].startswith('  h00097 pi_ir_tx [affected]')
+    assert '... and %d more host(s)' % (affected + at_risk + 1 - 20) in text
+    assert lines[-1] == 'Reports: /r/postmortem.json'
