@@ -100,7 +100,7 @@ def error_finding(detection, reason, evidence=None, status='error'):
     return make_finding(detection, status, reason, evidence=evidence, remediation=make_remediation(manual=[step]))
 
 
-def _safe_text(text):
+def safe_text(text):
     """Text without lone surrogates: undecodable bytes (surrogateescape) as \\xNN, others as \\uXXXX."""
     try:
         text.encode('utf-8')
@@ -118,13 +118,13 @@ def json_safe(value):
     'inf'), keys become text. Control characters stay: JSON escapes them.
     """
     if isinstance(value, dict):
-        return dict((_safe_text(str(k)), json_safe(v)) for k, v in value.items())
+        return dict((safe_text(str(k)), json_safe(v)) for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return [json_safe(v) for v in value]
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return str(value)
     if isinstance(value, str):
-        return _safe_text(value)
+        return safe_text(value)
     return value
 
 

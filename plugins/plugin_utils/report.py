@@ -18,7 +18,7 @@ import re
 import tempfile
 import xml.etree.ElementTree as ET
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, worst_status
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_html import render_html
 
 # Host states that are not findings. For the fail threshold they count as
@@ -30,18 +30,22 @@ REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'htm
 
 def plain(value):
     """Deep copy into plain, strict-JSON types (Ansible hands us tagged/lazy containers; a host
-    may hand us NaN or lone surrogates)."""
-    if isinstance(value, dict) or hasattr(value, 'items'):
-        return dict((json_safe(str(k)), plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple, set)):
+    may hand us NaN or lone surrogates). Exact types are checked first: this runs once per value
+    of every finding of every host."""
+    kind = type(value)
+    if kind is str:
+        return safe_text(value)
+    if kind is dict or isinstance(value, dict) or hasattr(value, 'items'):
+        return dict((safe_text(str(k)), plain(v)) for k, v in value.items())
+    if kind is list or isinstance(value, (list, tuple, set)):
         return [plain(v) for v in value]
-    if isinstance(value, bool) or value is None:
+    if value is None or kind is bool:
         return value
     if isinstance(value, int):
         return int(value)
     if isinstance(value, float):
         return json_safe(float(value))
-    return json_safe(str(value))
+    return safe_text(str(value))
 
 
 # Characters XML 1.0 cannot hold even escaped; JUnit shows them as \xNN instead.
@@ -187,8 +191,9 @@ def to_junit(report):
                 continue
             status = finding.get('status')
             message = '%s: %s' % (status, finding.get('summary', ''))
+            # Compact: the C encoder; an indent would run the pure-Python one on every finding.
             body = json.dumps({'evidence': finding.get('evidence'), 'remediation': finding.get('remediation'),
-                               'references': finding.get('references')}, indent=2, sort_keys=True)
+                               'references': finding.get('references')}, sort_keys=True, separators=(',', ':'))
             if status in ('affected', 'at_risk'):
                 node = ET.SubElement(case, 'failure', message=message, type=status)
                 node.text = body
@@ -339,7 +344,7 @@ def _check_dest(dest):
 def write(report, dest, formats):
     """Write every format; returns ({format: path}, [problems]). Never raises for one bad file."""
     renderers = {
-        'json': lambda r: json.dumps(r, indent=2, sort_keys=True) + '\n',
+        'json': lambda r: json.dumps(r, sort_keys=True, separators=(',', ':')) + '\n',
         'junit': lambda r: '<?xml version="1.0" encoding="UTF-8"?>\n' + to_junit(r) + '\n',
         'html': render_html,
     }
