@@ -25,6 +25,9 @@ from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_html imp
 # ``error``: an operator who fails on errors wants to hear about a host that
 # could not be audited at all.
 HOST_PROBLEMS = ('unreachable', 'failed')
+# One compact encoder for every document: the C encoder (an indent would run the pure-Python one),
+# built once (json.dumps with arguments builds a new one per call).
+_COMPACT = json.JSONEncoder(sort_keys=True, separators=(',', ':'))
 REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'html': 'postmortem.html'}
 
 
@@ -191,9 +194,8 @@ def to_junit(report):
                 continue
             status = finding.get('status')
             message = '%s: %s' % (status, finding.get('summary', ''))
-            # Compact: the C encoder; an indent would run the pure-Python one on every finding.
-            body = json.dumps({'evidence': finding.get('evidence'), 'remediation': finding.get('remediation'),
-                               'references': finding.get('references')}, sort_keys=True, separators=(',', ':'))
+            body = _COMPACT.encode({'evidence': finding.get('evidence'), 'remediation': finding.get('remediation'),
+                                    'references': finding.get('references')})
             if status in ('affected', 'at_risk'):
                 node = ET.SubElement(case, 'failure', message=message, type=status)
                 node.text = body
@@ -344,7 +346,7 @@ def _check_dest(dest):
 def write(report, dest, formats):
     """Write every format; returns ({format: path}, [problems]). Never raises for one bad file."""
     renderers = {
-        'json': lambda r: json.dumps(r, sort_keys=True, separators=(',', ':')) + '\n',
+        'json': lambda r: _COMPACT.encode(r) + '\n',
         'junit': lambda r: '<?xml version="1.0" encoding="UTF-8"?>\n' + to_junit(r) + '\n',
         'html': render_html,
     }

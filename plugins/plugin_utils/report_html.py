@@ -3,8 +3,11 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fleet report as one self-contained HTML page (no network, no external files).
 
-The report data is embedded as JSON and the page builds the grid from it with
-textContent only: evidence comes from hosts and is never trusted as markup.
+The page opens fast at any fleet size: it parses only a small index (host names and one
+letter per check), shows hosts per check and status first, and draws the host grid a page
+at a time. Each host's findings sit in JSON blocks of CHUNK hosts that are parsed only when
+one of their cells is opened. Everything is drawn with textContent only: evidence comes
+from hosts and is never trusted as markup.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -48,6 +51,11 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
 #details .badge { color: #fff; padding: 2px 6px; border-radius: 3px; font-weight: 600; }
 #details ul { padding-left: 18px; }
 #totals span { margin-right: 10px; }
+#overview { padding: 8px 20px 0 20px; }
+#counts td.count { text-align: right; cursor: pointer; }
+#counts td.count.zero { color: #bdbdbd; cursor: default; }
+#pager { padding: 8px 0; font-size: 13px; }
+#pager button { margin-right: 6px; }
 </style>
 </head>
 <body>
@@ -58,18 +66,23 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
 </header>
 <noscript><p>This page draws its grid with JavaScript; without it, read postmortem.json (every finding) or the
 summary the audit printed.</p></noscript>
+<section id="overview"><h2 style="font-size:15px">Hosts per check and status</h2>
+  <table id="counts"><thead></thead><tbody></tbody></table></section>
 <div id="filters" role="group" aria-label="Filter by status"><strong>Show status:</strong></div>
 <main>
-  <div id="grid-wrap"><table id="grid"><thead></thead><tbody></tbody></table></div>
+  <div id="grid-wrap"><div id="pager"></div><table id="grid"><thead></thead><tbody></tbody></table></div>
   <aside id="details"><p>Click a cell to see the evidence and the fix.</p></aside>
 </main>
-<script type="application/json" id="report-data">__REPORT_JSON__</script>
+<script type="application/json" id="report-index">__REPORT_INDEX__</script>
+__REPORT_CHUNKS__
 <script>
 (function () {
   "use strict";
-  var report = JSON.parse(document.getElementById("report-data").textContent);
+  var report = JSON.parse(document.getElementById("report-index").textContent);
   var STATES = report.statuses.concat(["unreachable", "failed"]);
-  var shown = {};
+  var CODES = report.codes;
+  var PAGE = 100;
+  var shown = {}, page = 0, chunks = {}, only = null;
   STATES.forEach(function (s) { shown[s] = true; });
 
   function el(tag, attrs, text) {
@@ -78,17 +91,41 @@ summary the audit printed.</p></noscript>
     if (text !== undefined && text !== null) { node.textContent = String(text); }
     return node;
   }
-  function statusOf(host, checkId) {
-    if (host.state !== "audited") { return host.state; }
-    var f = host.findings[checkId];
-    return f ? f.status : null;
+  function statusOf(host, index) {
+    if (host.s !== "audited") { return host.s; }
+    var code = host.c.charAt(index);
+    return code === "-" ? null : CODES[code];
+  }
+  function findingsOf(hostIndex) {
+    var n = Math.floor(hostIndex / report.chunk);
+    if (!chunks[n]) { chunks[n] = JSON.parse(document.getElementById("chunk-" + n).textContent); }
+    return chunks[n][report.hosts[hostIndex].n];
   }
 
-  document.getElementById("meta").textContent = report.generator + " \\u2014 generated " + report.generated_at +
-    " \\u2014 " + report.hosts.length + " host(s), " + report.checks.length + " check(s)";
+  document.getElementById("meta").textContent = report.generator + " \u2014 generated " + report.generated_at +
+    " \u2014 " + report.hosts.length + " host(s), " + report.checks.length + " check(s)";
   var totals = document.getElementById("totals");
   STATES.forEach(function (s) {
     if (report.totals[s]) { totals.appendChild(el("span", {"data-total": s}, s + ": " + report.totals[s])); }
+  });
+
+  // Hosts per check and status, first: a click shows those hosts.
+  var counted = STATES.filter(function (s) { return report.totals[s]; });
+  var countHead = el("tr");
+  countHead.appendChild(el("th", {}, "check"));
+  counted.forEach(function (s) { countHead.appendChild(el("th", {}, s)); });
+  document.querySelector("#counts thead").appendChild(countHead);
+  report.checks.forEach(function (c, ci) {
+    var per = {};
+    report.hosts.forEach(function (h) { var s = statusOf(h, ci); if (s) { per[s] = (per[s] || 0) + 1; } });
+    var row = el("tr", {"data-check": c.id});
+    row.appendChild(el("th", {scope: "row", title: c.title}, c.id));
+    counted.forEach(function (s) {
+      var td = el("td", {"class": "count" + (per[s] ? "" : " zero"), "data-check": c.id, "data-status": s}, per[s] || 0);
+      if (per[s]) { td.addEventListener("click", function () { only = {check: ci, status: s}; page = 0; draw(); }); }
+      row.appendChild(td);
+    });
+    document.querySelector("#counts tbody").appendChild(row);
   });
 
   var filters = document.getElementById("filters");
@@ -96,7 +133,7 @@ summary the audit printed.</p></noscript>
     var label = el("label");
     var box = el("input", {type: "checkbox", "class": "status-filter", value: s, id: "filter-" + s});
     box.checked = true;
-    box.addEventListener("change", function () { shown[s] = box.checked; applyFilter(); });
+    box.addEventListener("change", function () { shown[s] = box.checked; only = null; page = 0; draw(); });
     label.appendChild(box);
     label.appendChild(el("span", {"class": "chip s-" + s}));
     label.appendChild(document.createTextNode(s + " (" + (report.totals[s] || 0) + ")"));
@@ -109,38 +146,53 @@ summary the audit printed.</p></noscript>
   report.checks.forEach(function (c) { headRow.appendChild(el("th", {"class": "check", title: c.title}, c.id)); });
   thead.appendChild(headRow);
 
-  var tbody = document.querySelector("#grid tbody");
-  report.hosts.forEach(function (host) {
-    var row = el("tr", {"class": "host-row", "data-host": host.name});
-    row.appendChild(el("th", {scope: "row"}, host.name));
-    report.checks.forEach(function (c) {
-      var status = statusOf(host, c.id);
-      var cell;
-      if (status === null) {
-        cell = el("td", {"class": "empty", "data-host": host.name, "data-check": c.id}, "not run");
-      } else {
-        cell = el("td", {"class": "cell s-" + status, "data-host": host.name, "data-check": c.id,
-                         "data-status": status, tabindex: "0", title: c.title}, status);
-        cell.addEventListener("click", function () { showDetails(host, c, cell); });
-        cell.addEventListener("keydown", function (e) { if (e.key === "Enter") { showDetails(host, c, cell); } });
-      }
-      row.appendChild(cell);
-    });
-    tbody.appendChild(row);
-  });
-
-  function applyFilter() {
-    var rows = document.querySelectorAll("tr.host-row");
-    Array.prototype.forEach.call(rows, function (row) {
-      var any = false;
-      Array.prototype.forEach.call(row.querySelectorAll("td.cell"), function (cell) {
-        var visible = shown[cell.getAttribute("data-status")];
-        cell.classList.toggle("dimmed", !visible);
-        any = any || visible;
-      });
-      row.style.display = any ? "" : "none";
-    });
+  function wanted(host) {
+    if (only) { return statusOf(host, only.check) === only.status; }
+    return report.checks.some(function (c, ci) { var s = statusOf(host, ci); return s && shown[s]; });
   }
+
+  function draw() {
+    var tbody = document.querySelector("#grid tbody");
+    tbody.textContent = "";
+    var selected = [];
+    report.hosts.forEach(function (h, i) { if (wanted(h)) { selected.push(i); } });
+    var pages = Math.max(1, Math.ceil(selected.length / PAGE));
+    page = Math.min(page, pages - 1);
+    selected.slice(page * PAGE, (page + 1) * PAGE).forEach(function (hostIndex) {
+      var host = report.hosts[hostIndex];
+      var row = el("tr", {"class": "host-row", "data-host": host.n});
+      row.appendChild(el("th", {scope: "row"}, host.n));
+      report.checks.forEach(function (c, ci) {
+        var status = statusOf(host, ci);
+        var cell;
+        if (status === null) {
+          cell = el("td", {"class": "empty", "data-host": host.n, "data-check": c.id}, "not run");
+        } else {
+          var visible = only ? ci === only.check : shown[status];
+          cell = el("td", {"class": "cell s-" + status + (visible ? "" : " dimmed"), "data-host": host.n,
+                           "data-check": c.id, "data-status": status, tabindex: "0", title: c.title}, status);
+          cell.addEventListener("click", function () { showDetails(hostIndex, c, cell); });
+          cell.addEventListener("keydown", function (e) { if (e.key === "Enter") { showDetails(hostIndex, c, cell); } });
+        }
+        row.appendChild(cell);
+      });
+      tbody.appendChild(row);
+    });
+    var pager = document.getElementById("pager");
+    pager.textContent = "";
+    var prev = el("button", {id: "page-prev"}, "previous");
+    var next = el("button", {id: "page-next"}, "next");
+    prev.disabled = page === 0;
+    next.disabled = page >= pages - 1;
+    prev.addEventListener("click", function () { page -= 1; draw(); });
+    next.addEventListener("click", function () { page += 1; draw(); });
+    pager.appendChild(prev);
+    pager.appendChild(next);
+    pager.appendChild(el("span", {id: "page-info"}, "hosts " + (selected.length ? page * PAGE + 1 : 0) + "\u2013" +
+      Math.min(selected.length, (page + 1) * PAGE) + " of " + selected.length +
+      (only ? " (" + report.checks[only.check].id + ": " + only.status + ")" : "") + ", page " + (page + 1) + " of " + pages));
+  }
+  draw();
 
   function addList(parent, title, items, makeItem) {
     if (!items || !items.length) { return; }
@@ -150,23 +202,24 @@ summary the audit printed.</p></noscript>
     parent.appendChild(ul);
   }
 
-  function showDetails(host, check, cell) {
+  function showDetails(hostIndex, check, cell) {
+    var host = report.hosts[hostIndex];
     Array.prototype.forEach.call(document.querySelectorAll("td.selected"), function (c) { c.classList.remove("selected"); });
     cell.classList.add("selected");
     var box = document.getElementById("details");
     box.textContent = "";
-    box.setAttribute("data-host", host.name);
+    box.setAttribute("data-host", host.n);
     box.setAttribute("data-check", check.id);
-    box.appendChild(el("h2", {}, host.name + " \\u2014 " + check.id));
+    box.appendChild(el("h2", {}, host.n + " \\u2014 " + check.id));
     box.appendChild(el("p", {}, check.title));
-    if (host.state !== "audited") {
+    if (host.s !== "audited") {
       var b = el("p");
-      b.appendChild(el("span", {"class": "badge s-" + host.state}, host.state));
+      b.appendChild(el("span", {"class": "badge s-" + host.s}, host.s));
       box.appendChild(b);
-      box.appendChild(el("p", {"class": "summary"}, host.reason));
+      box.appendChild(el("p", {"class": "summary"}, host.r));
       return;
     }
-    var f = host.findings[check.id];
+    var f = findingsOf(hostIndex)[check.id];
     var p = el("p");
     p.appendChild(el("span", {"class": "badge s-" + f.status}, f.status));
     box.appendChild(p);
@@ -208,12 +261,40 @@ summary the audit printed.</p></noscript>
 '''
 
 
+CHUNK = 200
+CODES = {'not_applicable': 'n', 'ok': 'o', 'unknown': 'u', 'error': 'e', 'at_risk': 'r', 'affected': 'a'}
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(',', ':'))
+
+
 def _script_safe_json(data):
     # Inside <script>, "</script>" or "<!--" in host-supplied evidence would end
     # the element; escaping <, > and & keeps the JSON identical once parsed.
-    text = json.dumps(data, sort_keys=True)
+    text = _ENCODER.encode(data)
     return text.replace('<', '\\u003c').replace('>', '\\u003e').replace('&', '\\u0026')
 
 
+def index(report):
+    """What the page parses on load: host names, states and one letter per check."""
+    check_ids = [c['id'] for c in report['checks']]
+    hosts = []
+    for entry in report['hosts']:
+        if entry['state'] != 'audited':
+            hosts.append({'n': entry['name'], 's': entry['state'], 'r': entry['reason'], 'c': ''})
+            continue
+        codes = ''.join(CODES.get((entry['findings'].get(cid) or {}).get('status'), '-') for cid in check_ids)
+        hosts.append({'n': entry['name'], 's': 'audited', 'c': codes})
+    return {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': report['checks'],
+            'statuses': report['statuses'], 'totals': report['totals'], 'hosts': hosts, 'chunk': CHUNK,
+            'codes': dict((v, k) for k, v in CODES.items())}
+
+
 def render_html(report):
-    return _PAGE.replace('__REPORT_JSON__', _script_safe_json(report))
+    hosts = report['hosts']
+    chunks = []
+    for number, start in enumerate(range(0, len(hosts), CHUNK)):
+        data = dict((e['name'], e['findings']) for e in hosts[start:start + CHUNK])
+        chunks.append('<script type="application/json" id="chunk-%d">%s</script>' % (number, _script_safe_json(data)))
+    # Split once: host text that happens to read like a placeholder must not be replaced.
+    head, rest = _PAGE.split('__REPORT_INDEX__')
+    middle, tail = rest.split('__REPORT_CHUNKS__')
+    return head + _script_safe_json(index(report)) + middle + '\n'.join(chunks) + tail

@@ -93,3 +93,34 @@ def test_grid_details_and_status_filter(browser, report):
     # Add unreachable back: the unreachable host reappears.
     browser.find_element(By.ID, 'filter-unreachable').click()
     assert visible_rows(browser) == ['pi-image', 'deadhost']
+
+
+def test_ten_thousand_hosts_counts_first_pages_and_evidence_on_demand(browser, tmp_path):
+    """A synthetic 10,000-host report (report.build on audit results shaped like the module's) in the real
+    browser: counts per check and status first, 100 rows a page, a count lists its hosts, a cell opens its
+    evidence. Speed is measured by make bench, not here."""
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
+
+    def result(index):
+        status = 'affected' if index % 101 == 0 else 'ok'
+        finding = {'id': 'pi_ir_tx', 'title': 'IR', 'status': status, 'summary': 'host %d' % index,
+                   'evidence': {'marker': 'evidence-of-%d' % index}, 'remediation': {'manual': ['fix it']},
+                   'references': []}
+        return {'ansible_facts': {'postmortem': {'pi_ir_tx': finding}}}
+    hosts = ['host%05d' % i for i in range(10000)]
+    data = fleet_report.build(hosts, dict((h, result(i)) for i, h in enumerate(hosts)),
+                              [(d.ID, d.TITLE) for d in DETECTIONS], '0.2.0')
+    paths, problems = fleet_report.write(data, str(tmp_path), ['html'])
+    assert not problems
+    browser.get('file://%s' % paths['html'])
+    affected = browser.find_element(By.CSS_SELECTOR, '#counts td.count[data-check="pi_ir_tx"][data-status="affected"]')
+    assert affected.text == str(len(range(0, 10000, 101)))
+    assert len(visible_rows(browser)) == 100
+    assert browser.find_element(By.ID, 'page-info').text == 'hosts 1\u2013100 of 10000, page 1 of 100'
+    browser.find_element(By.ID, 'page-next').click()
+    assert visible_rows(browser)[0] == 'host00100'
+    affected.click()
+    assert visible_rows(browser)[:3] == ['host00000', 'host00101', 'host00202']
+    assert 'of %s (pi_ir_tx: affected)' % affected.text in browser.find_element(By.ID, 'page-info').text
+    browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="host00202"][data-check="pi_ir_tx"]').click()
+    assert 'evidence-of-202' in browser.find_element(By.CSS_SELECTOR, 'pre.evidence').text

@@ -83,12 +83,33 @@ def test_summary_lines(fleet):
     assert lines[-1] == 'Reports: /r/postmortem.html  /r/postmortem.json'
 
 
+def embedded(page, element_id):
+    start = page.index('id="%s">' % element_id) + len('id="%s">' % element_id)
+    return json.loads(page[start:page.index('</script>', start)])
+
+
 def test_html_embeds_data_that_cannot_break_out_of_the_script(fleet):
     page = report.render_html(fleet)
     assert '</script><b>' not in page
-    start = page.index('id="report-data">') + len('id="report-data">')
-    data = json.loads(page[start:page.index('</script>', start)])
-    assert data == json.loads(json.dumps(fleet))
+    index = embedded(page, 'report-index')
+    assert [h['n'] for h in index['hosts']] == [h['name'] for h in fleet['hosts']]
+    findings = embedded(page, 'chunk-0')
+    for position, host in enumerate(fleet['hosts']):
+        if host['state'] == 'audited':
+            assert findings[host['name']] == json.loads(json.dumps(host['findings']))
+            assert [index['codes'].get(c) for c in index['hosts'][position]['c']] == [
+                (host['findings'].get(check['id']) or {}).get('status') for check in fleet['checks']]
+
+
+def test_html_for_ten_thousand_hosts_parses_an_index_not_the_evidence():
+    hosts = ['h%05d' % i for i in range(10000)]
+    results = dict((h, audited(pi_ir_tx=finding('pi_ir_tx', 'affected' if i % 50 == 0 else 'ok')))
+                   for i, h in enumerate(hosts))
+    page = report.render_html(report.build(hosts, results, CHECKS, '0.2.0'))
+    index_text = page[page.index('id="report-index">'):page.index('</script>', page.index('id="report-index">'))]
+    assert len(index_text) < 60 * 10000  # a few dozen bytes per host
+    assert page.count('type="application/json" id="chunk-') == 50
+    assert embedded(page, 'chunk-49')['h09999']['pi_ir_tx']['status'] == 'ok'
 
 
 def test_write_is_atomic_and_complete(tmp_path, fleet):
@@ -166,7 +187,7 @@ def test_the_summary_stays_a_summary_at_ten_thousand_hosts():
     lines = report.summary_lines(fleet_report, {'json': '/r/postmortem.json'})
     text = '\n'.join(lines)
     assert len(lines) < 80, len(lines)
-    assert 'Hosts per check and status:' in text and 'h09999' not in text.split('Needs attention')[0]
+    assert 'Hosts per check and status:' in text and 'h09999' not in text.split('Needs attention', maxsplit=1)[0]
     affected = sum(1 for i in range(10000) if i % 97 == 0)
     at_risk = sum(1 for i in range(10000) if i % 13 == 0 and i % 97 != 0)
     assert ('pi_ir_tx' in text and str(affected) in text and str(at_risk) in text)
