@@ -1,10 +1,13 @@
-"""make bench: what the one-round-trip audit saves, measured side by side.
+"""make bench: the audit's cost, measured side by side in one run.
 
-Runs, alternately and in the same run, two playbooks over the same inventory
-of local hosts: (a) audit_facts running every detection in one module call per
-host, (b) one <id>_facts module call per detection per host. Reports medians
-and the ratio b/a; absolute seconds depend on the machine, the ratio is the
-claim. Nothing here is a pass/fail test.
+1. Alternately and in the same run, three playbooks over the same inventory of local
+   hosts: audit_facts running every detection in one module call per host; the fact
+   gathering users already pay for (ansible.builtin.setup); one <id>_facts call per
+   detection per host. Medians and ratios; absolute seconds depend on the machine.
+2. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
+   instances per finding): building and writing JSON, JUnit and HTML against one compact
+   json.dumps of the same data (the floor).
+Nothing here is a pass/fail test.
 """
 import json
 import os
@@ -34,6 +37,7 @@ def main():
                                        for i in range(HOSTS))}}
     plays = {
         'one_call': playbook([{'name': 'all detections', 'homelab.postmortem.audit_facts': {}}]),
+        'setup': playbook([{'name': 'gather facts', 'ansible.builtin.setup': {}}]),
         'per_detection': playbook([{'name': d.ID, 'homelab.postmortem.%s_facts' % d.ID: {}} for d in DETECTIONS]),
     }
     for name, content in list(plays.items()) + [('inventory', inventory)]:
@@ -49,11 +53,54 @@ def main():
                             os.path.join(work, name + '.json')], env=env, check=True, capture_output=True)
             times[name].append(time.monotonic() - started)
     one, per = statistics.median(times['one_call']), statistics.median(times['per_detection'])
+    setup = statistics.median(times['setup'])
     print('homelab.postmortem bench: %d local hosts, %d detections, %d rounds (median wall time of ansible-playbook)'
           % (HOSTS, len(DETECTIONS), ROUNDS))
     print('  audit_facts, one call per host        %6.2f s' % one)
+    print('  ansible.builtin.setup                 %6.2f s' % setup)
     print('  one <id>_facts call per detection     %6.2f s' % per)
+    print('  ratio audit / setup                   %6.2fx' % (one / setup))
     print('  ratio per-detection / one-call        %6.2fx' % (per / one))
+    report_bench()
+
+
+def synthetic_result(index):
+    statuses = ('ok', 'at_risk', 'affected', 'not_applicable', 'ok', 'ok')
+    findings = {}
+    for number in range(6):
+        check = 'check%d' % number
+        findings[check] = {
+            'id': check, 'title': check, 'status': statuses[(index + number) % 6], 'summary': 'summary of host %d' % index,
+            'evidence': {'instances': [{'name': 'instance %d' % k, 'status': 'ok', 'summary': 'fine',
+                                        'evidence': {'pid': k, 'argv': ['/usr/bin/server', '--flag', str(k)] * 3}}
+                                       for k in range(3)]},
+            'remediation': {'role': None, 'vars': {}, 'module': None, 'manual': ['a step'], 'disruption': 'none'},
+            'references': ['https://example.invalid/%d' % number]}
+    return {'changed': False, 'ansible_facts': {'postmortem': findings, 'postmortem_run': {}}}
+
+
+def report_bench():
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report  # noqa: E402
+    print('fleet report (synthetic hosts, 6 findings each; median of 3)')
+    for count in (1000, 10000):
+        hosts = ['host%05d' % i for i in range(count)]
+        results = dict((h, synthetic_result(i)) for i, h in enumerate(hosts))
+        checks = [('check%d' % n, 'check%d' % n) for n in range(6)]
+        floors, totals = [], []
+        for _round in range(3):
+            started = time.monotonic()
+            built = report.build(hosts, results, checks, 'bench')
+            dest = tempfile.mkdtemp(prefix='postmortem-report-bench-')
+            report.write(built, dest, ['json', 'junit', 'html'])
+            totals.append(time.monotonic() - started)
+            started = time.monotonic()
+            json.dumps(built, separators=(',', ':'))
+            floors.append(time.monotonic() - started)
+        html = os.path.getsize(os.path.join(dest, 'postmortem.html')) / 1e6
+        lines = len(report.summary_lines(built, {'json': 'postmortem.json'}))
+        floor, total = statistics.median(floors), statistics.median(totals)
+        print('  %6d hosts: build + write 3 formats %6.2f s, compact json.dumps %5.2f s, ratio %4.1fx; '
+              'HTML %5.1f MB; summary %d lines' % (count, total, floor, total / floor, html, lines))
 
 
 if __name__ == '__main__':

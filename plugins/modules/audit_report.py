@@ -37,6 +37,13 @@ options:
     description: Name of the variable each host registered the M(homelab.postmortem.audit_facts) result in.
     type: str
     default: postmortem_gather
+  before_var:
+    description:
+      - Name of the variable each host registered an earlier M(homelab.postmortem.audit_facts) result in
+        (the audit before remediation). Each host's report entry then carries C(before) (check -> status),
+        and the summary counts the findings fixed, still open and new, and lists the hosts that changed.
+    type: str
+    version_added: 0.2.0
   formats:
     description: Which report files to write.
     type: list

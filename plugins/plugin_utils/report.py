@@ -112,11 +112,16 @@ def host_entry(name, result):
             'run': facts.get('postmortem_run') or {}}
 
 
-def build(hosts, results, checks, collection_version, now=None):
+def build(hosts, results, checks, collection_version, now=None, before=None):
     """hosts: names in inventory order; results: {host: registered result or None};
-    checks: [(id, title)] in report order."""
+    checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     entries = [host_entry(h, results.get(h)) for h in hosts]
+    if before is not None:
+        for entry in entries:
+            earlier = host_entry(entry['name'], before.get(entry['name']))
+            entry['before'] = (dict((cid, f.get('status', 'error')) for cid, f in earlier['findings'].items())
+                               if earlier['state'] == 'audited' else {'(host)': earlier['state']})
     seen = set(cid for e in entries for cid in e['findings'])
     known = [c for c in checks if c[0] in seen] or list(checks)
     extra = sorted(seen - set(c[0] for c in known))
@@ -305,10 +310,42 @@ def summary_lines(report, paths):
             lines.append('  ... and %d more host(s): every host is in the reports below' % (len(needing) - ATTENTION_HOSTS))
     else:
         lines += ['', 'Nothing needs attention.']
+    if any('before' in e for e in hosts):
+        lines += [''] + remediation_lines(report)
     totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
     lines += ['', 'Totals: ' + (totals or 'nothing ran')]
     if paths:
         lines.append('Reports: ' + '  '.join(paths[k] for k in ('html', 'json', 'junit') if k in paths))
+    return lines
+
+
+OPEN = ('affected', 'at_risk')
+
+
+def remediation_lines(report):
+    """Before against after: findings fixed, still open, new; the hosts that changed (at most ATTENTION_HOSTS)."""
+    fixed = still = new = 0
+    changed = []
+    for entry in report['hosts']:
+        before = entry.get('before') or {}
+        after = dict((cid, f.get('status')) for cid, f in entry['findings'].items())
+        moves = []
+        for cid in sorted(set(before) | set(after)):
+            was, now = before.get(cid), after.get(cid, entry['state'] if entry['state'] != 'audited' else None)
+            if was in OPEN and now not in OPEN:
+                fixed += 1
+                moves.append('%s %s -> %s' % (cid, was, now))
+            elif was in OPEN:
+                still += 1
+            elif now in OPEN:
+                new += 1
+                moves.append('%s %s -> %s' % (cid, was, now))
+        if moves:
+            changed.append('%s: %s' % (entry['name'], ', '.join(moves)))
+    lines = ['Remediation: %d finding(s) fixed, %d still open, %d new' % (fixed, still, new)]
+    lines += ['  ' + line for line in changed[:ATTENTION_HOSTS]]
+    if len(changed) > ATTENTION_HOSTS:
+        lines.append('  ... and %d more host(s) changed: see the reports' % (len(changed) - ATTENTION_HOSTS))
     return lines
 
 

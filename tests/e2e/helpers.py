@@ -62,14 +62,14 @@ class AuditRun:
         return self.host(host)['findings'][check]
 
 
-def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=None):
+def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=None, playbook='homelab.postmortem.audit'):
     tmp_path.mkdir(parents=True, exist_ok=True)
     inventory_path = tmp_path / 'inventory.json'
     inventory_path.write_text(json.dumps(inventory))
     report_dir = str(tmp_path / 'report')
     variables = {'postmortem_report_dir': report_dir}
     variables.update(extra_vars or {})
-    cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), 'homelab.postmortem.audit', '-i', str(inventory_path),
+    cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), playbook, '-i', str(inventory_path),
            '-e', json.dumps(variables)] + list(args)
     proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), capture_output=True, text=True,
                           timeout=timeout, check=False)

@@ -197,3 +197,17 @@ def test_the_summary_stays_a_summary_at_ten_thousand_hosts():
     assert attention[1] == '  h00000 pi_ir_tx [affected] s' and attention[3].startswith('  h00097 pi_ir_tx [affected]')
     assert '... and %d more host(s)' % (affected + at_risk + 1 - 20) in text
     assert lines[-1] == 'Reports: /r/postmortem.json'
+
+
+def test_before_and_after_are_counted():
+    before = {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk'), llama_sleep_race=finding('llama_sleep_race', 'ok')),
+              'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'affected')), 'pi3': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}
+    after = {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'), llama_sleep_race=finding('llama_sleep_race', 'at_risk')),
+             'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'affected')), 'pi3': None}
+    built = report.build(['pi1', 'pi2', 'pi3'], after, CHECKS, '0.2.0', before=before)
+    assert built['hosts'][0]['before'] == {'pi_ir_tx': 'at_risk', 'llama_sleep_race': 'ok'}
+    lines = report.remediation_lines(built)
+    assert lines[0] == 'Remediation: 1 finding(s) fixed, 1 still open, 1 new'
+    assert lines[1] == '  pi1: llama_sleep_race ok -> at_risk, pi_ir_tx at_risk -> ok'
+    assert 'Remediation:' in '\n'.join(report.summary_lines(built, {}))
+    assert 'Remediation:' not in '\n'.join(report.summary_lines(report.build(['pi1'], after, CHECKS, '0.2.0'), {}))

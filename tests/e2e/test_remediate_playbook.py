@@ -1,0 +1,64 @@
+"""homelab.postmortem.remediate through the real ansible-playbook: audit, the roles a host's findings
+call for (a batch at a time), audit again, a before/after report.
+
+The host that needs a fix is an SD card image (a directory with a Raspberry Pi OS boot partition
+and kernel modules): the pi_ir_tx role really edits its config.txt. This machine is audited beside
+it and needs nothing. Check mode first (nothing written), then for real, then again (nothing left).
+"""
+from helpers import local_host, run_audit
+
+
+def image(tmp_path):
+    root = tmp_path / 'sdcard'
+    (root / 'boot' / 'firmware').mkdir(parents=True)
+    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpiopin=17\n')
+    (root / 'lib' / 'modules' / '6.18.34+rpt-rpi-v8').mkdir(parents=True)
+    return root
+
+
+def remediate(tmp_path, inventory, args=()):
+    run = run_audit(tmp_path, inventory, {'postmortem_checks': ['pi_ir_tx', 'llama_sleep_race'],
+                                          'postmortem_remediate': ['pi_ir_tx'], 'postmortem_serial': 1},
+                    args=args, timeout=600, playbook='homelab.postmortem.remediate')
+    assert run.proc.returncode == 0, run.output
+    return run
+
+
+def test_check_mode_then_fix_then_nothing_left(tmp_path):
+    root = image(tmp_path)
+    config = root / 'boot' / 'firmware' / 'config.txt'
+    before = config.read_text()
+    inventory = {'all': {'hosts': {'localhost': local_host(),
+                                   'pi-image': local_host(postmortem_root=str(root))}}}
+
+    checked = remediate(tmp_path / 'check', inventory, args=['--check', '--diff'])
+    assert config.read_text() == before
+    assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in checked.output  # the exact diff
+    assert checked.host('pi-image')['before']['pi_ir_tx'] == 'at_risk'
+    assert checked.finding('pi-image', 'pi_ir_tx')['status'] == 'at_risk'
+    assert 'Remediation: 0 finding(s) fixed, 1 still open, 0 new' in checked.output
+
+    done = remediate(tmp_path / 'real', inventory)
+    assert 'dtoverlay=gpio-ir-tx,gpio_pin=17' in config.read_text()
+    assert list((root / 'boot' / 'firmware').glob('config.txt.*'))  # the backup
+    assert done.finding('pi-image', 'pi_ir_tx')['status'] == 'ok'
+    assert 'Remediation: 1 finding(s) fixed, 0 still open, 0 new' in done.output
+    assert 'pi-image: pi_ir_tx at_risk -> ok' in done.output
+    # This machine needed nothing: the role was not included for it.
+    assert 'skipping: [localhost]' in done.output.split('Fix the Raspberry Pi IR transmitter overlay')[1].split('TASK')[0]
+
+    again = remediate(tmp_path / 'again', inventory)
+    assert 'Remediation: 0 finding(s) fixed, 0 still open, 0 new' in again.output
+    assert 'changed=0' in again.output.split('PLAY RECAP')[1].split('pi-image')[1].splitlines()[0]
+
+
+def test_a_detection_not_selected_is_not_fixed(tmp_path):
+    root = image(tmp_path)
+    config = root / 'boot' / 'firmware' / 'config.txt'
+    before = config.read_text()
+    inventory = {'all': {'hosts': {'pi-image': local_host(postmortem_root=str(root))}}}
+    run = run_audit(tmp_path, inventory, {'postmortem_checks': ['pi_ir_tx'], 'postmortem_remediate': ['llama_sleep_race']},
+                    timeout=600, playbook='homelab.postmortem.remediate')
+    assert run.proc.returncode == 0, run.output
+    assert config.read_text() == before
+    assert 'Remediation: 0 finding(s) fixed, 1 still open, 0 new' in run.output
