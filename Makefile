@@ -21,13 +21,13 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 TEST_TARGETS := test test-env units e2e sanity lint molecule bench
 $(TEST_TARGETS): export CONTAINERS_CONF := $(BUILD)/containers.conf
 
-.PHONY: help audit install test venv collection test-env units e2e sanity lint molecule bench clean
+.PHONY: help audit install test venv collection test-env units e2e sanity lint molecule bench ee clean
 
 help:
 	@echo "make audit   - set up and audit this machine (report in $(REPORT_DIR))"
 	@echo "make install - install the collection for your own ansible-playbook runs"
 	@echo "make test    - set up and run every test (unit, e2e, sanity, lint)"
-	@echo "make units | e2e | sanity | lint | molecule | bench"
+	@echo "make units | e2e | sanity | lint | molecule | bench | ee"
 
 venv:
 	@scripts/venv.sh requirements/controller.txt
@@ -77,6 +77,10 @@ test: test-env
 
 bench: test-env
 	"$(VENV)/bin/python" scripts/bench_audit.py
+
+# The execution environment's build context (docs/awx.md); the image is built where a registry is.
+ee: test-env
+	@scripts/ee.sh
 
 clean:
 	rm -rf "$(BUILD)" "$(REPORT_DIR)" .pytest_cache
