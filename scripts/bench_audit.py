@@ -4,7 +4,9 @@
    hosts: audit_facts running every detection in one module call per host; the fact
    gathering users already pay for (ansible.builtin.setup); one <id>_facts call per
    detection per host. Medians and ratios; absolute seconds depend on the machine.
-2. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
+2. Over real SSH on the test fleet (tests/e2e/ssh_fleet.py), at 4, 8 and 11 hosts: audit_facts
+   against ansible.builtin.setup, alternated, forks = hosts (BENCH_FLEET=0 skips it).
+3. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
    instances per finding): building and writing JSON, JUnit and HTML against one compact
    json.dumps of the same data (the floor).
 Nothing here is a pass/fail test.
@@ -61,7 +63,43 @@ def main():
     print('  one <id>_facts call per detection     %6.2f s' % per)
     print('  ratio audit / setup                   %6.2fx' % (one / setup))
     print('  ratio per-detection / one-call        %6.2fx' % (per / one))
+    if os.environ.get('BENCH_FLEET', '1') == '1':
+        fleet_bench(work, env)
     report_bench()
+
+
+def fleet_bench(work, env):
+    """The audit against setup over real SSH on the test fleet, at 4, 8 and 11 reachable hosts."""
+    sys.path.insert(0, os.path.join(REPO, 'tests', 'e2e'))
+    import ssh_fleet  # noqa: E402
+    inventory = ssh_fleet.up()
+    try:
+        reachable = [h for h in sorted(inventory['all']['hosts']) if h not in ('fleet-11', 'fleet-12')]
+        reachable.append('fleet-11')  # no Python: setup and the audit both fail there, alike
+        plays = {'audit': playbook([{'name': 'audit', 'homelab.postmortem.audit_facts': {}}]),
+                 'setup': playbook([{'name': 'gather facts', 'ansible.builtin.setup': {}}])}
+        for name, content in plays.items():
+            with open(os.path.join(work, 'fleet-%s.json' % name), 'w') as handle:
+                json.dump(content, handle)
+        print('over SSH on the test fleet (forks = hosts, %d rounds, median)' % ROUNDS)
+        for size in (4, 8, 11):
+            subset = {'all': {'hosts': dict((h, inventory['all']['hosts'][h]) for h in reachable[:size]),
+                              'vars': inventory['all']['vars']}}
+            path = os.path.join(work, 'fleet-%d.json' % size)
+            with open(path, 'w') as handle:
+                json.dump(subset, handle)
+            times = dict((name, []) for name in plays)
+            for _round in range(ROUNDS):
+                for name in plays:
+                    started = time.monotonic()
+                    subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', path, '-f', str(size),
+                                    os.path.join(work, 'fleet-%s.json' % name)], env=env, check=False, capture_output=True)
+                    times[name].append(time.monotonic() - started)
+            audit, setup = statistics.median(times['audit']), statistics.median(times['setup'])
+            print('  %2d hosts: audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx (1 module execution per host)'
+                  % (size, audit, setup, audit / setup))
+    finally:
+        ssh_fleet.down()
 
 
 def synthetic_result(index):

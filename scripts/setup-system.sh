@@ -4,7 +4,7 @@
 # docker.io (dockerd 20.10 for the swarm tests; the tests start their own daemons)
 # with iputils-ping for the overlay_ping probe.
 source "$(dirname "$0")/lib.sh"
-packages=(podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs busybox-static chromium chromium-driver shellcheck
+packages=(openssh-client podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs busybox-static chromium chromium-driver shellcheck
           docker.io iputils-ping)
 missing=()
 for pkg in "${packages[@]}"; do
