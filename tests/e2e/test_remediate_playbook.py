@@ -62,3 +62,21 @@ def test_a_detection_not_selected_is_not_fixed(tmp_path):
     assert run.proc.returncode == 0, run.output
     assert config.read_text() == before
     assert 'Remediation: 0 finding(s) fixed, 1 still open, 0 new' in run.output
+
+
+def test_the_first_failed_batch_stops_the_run(tmp_path):
+    """One host per batch; the first host's role fails (a setting it cannot read), so the second
+    host, in the next batch, is not touched."""
+    first, second = image(tmp_path / 'one'), image(tmp_path / 'two')
+    untouched = (second / 'boot' / 'firmware' / 'config.txt').read_text()
+    inventory = {'all': {'hosts': {
+        'img-1': local_host(postmortem_root=str(first), pi_ir_tx_affected_from='not a version'),
+        'img-2': local_host(postmortem_root=str(second)),
+    }}}
+    run = run_audit(tmp_path, inventory, {'postmortem_checks': ['pi_ir_tx'], 'postmortem_serial': 1},
+                    timeout=600, playbook='homelab.postmortem.remediate')
+    assert run.proc.returncode != 0, run.output
+    assert 'fatal: [img-1]' in run.output
+    assert (second / 'boot' / 'firmware' / 'config.txt').read_text() == untouched
+    remediation_plays = run.output.split('PLAY [Remediate what each host needs, a batch at a time]')[1:]
+    assert len(remediation_plays) == 1 and 'img-2' not in remediation_plays[0].split('PLAY RECAP')[0]

@@ -211,3 +211,13 @@ def test_before_and_after_are_counted():
     assert lines[1] == '  pi1: llama_sleep_race ok -> at_risk, pi_ir_tx at_risk -> ok'
     assert 'Remediation:' in '\n'.join(report.summary_lines(built, {}))
     assert 'Remediation:' not in '\n'.join(report.summary_lines(report.build(['pi1'], after, CHECKS, '0.2.0'), {}))
+
+
+def test_the_fast_copy_falls_back_where_json_is_not_strict():
+    class Tagged(str):
+        pass
+    clean = {'a': [1, 2.5, None, True, {'b': Tagged('x')}]}
+    assert report.plain_fast(clean) == {'a': [1, 2.5, None, True, {'b': 'x'}]}
+    assert report.plain_fast({'v': float('nan')}) == {'v': 'nan'}
+    assert report.plain_fast({'v': u'bad \udcff byte'}) == {'v': 'bad \\xff byte'}
+    assert report.plain_fast({'v': {1, 2}}) == report.plain({'v': {1, 2}})
