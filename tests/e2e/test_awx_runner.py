@@ -66,9 +66,11 @@ def test_execution_environment_build_context(tmp_path):
     assert requirements['collections'] == [{'name': '/tmp/postmortem/homelab-postmortem.tar.gz', 'type': 'file'}]
     # The tarball the image installs is the collection: install it elsewhere and read a module's docs from it.
     tarball = os.path.join(context, '_build', 'postmortem', 'homelab-postmortem.tar.gz')
+    # Only tmp_path: with the test run's collections path configured too, ansible-galaxy finds the collection
+    # there and ansible-doc cannot import the copy in tmp_path.
+    elsewhere = ansible_env(ANSIBLE_COLLECTIONS_PATH=str(tmp_path))
     subprocess.run([os.path.join(VENV_BIN, 'ansible-galaxy'), 'collection', 'install', tarball, '-p', str(tmp_path)],
-                   check=True, capture_output=True, timeout=120)
+                   env=elsewhere, check=True, capture_output=True, timeout=120)
     doc = subprocess.run([os.path.join(VENV_BIN, 'ansible-doc'), '-j', 'homelab.postmortem.vllm_lora_fold'],
-                         env=ansible_env(ANSIBLE_COLLECTIONS_PATH=str(tmp_path)), capture_output=True, text=True,
-                         check=True, timeout=120)
+                         env=elsewhere, capture_output=True, text=True, check=True, timeout=120)
     assert json.loads(doc.stdout)['homelab.postmortem.vllm_lora_fold']['doc']['version_added'] == '0.2.0'
