@@ -290,6 +290,23 @@ def _unit_in_path(path):
 RESTARTS_ON_CRASH = frozenset(['always', 'on-failure', 'on-abnormal', 'on-abort'])
 
 
+def read_journal(run_command, journalctl, unit, lines, scope='system'):
+    """(the last ``lines`` journal lines of ``unit``, None) or (None, why they could not be read).
+
+    A user-scope unit (scope 'user:NAME', as systemd_unit_from_cgroup says) is read with
+    --user-unit from the system journal, which root can read.
+    """
+    if not unit:
+        return None, 'not read (no unit)'
+    if not journalctl:
+        return None, 'not read: journalctl is not installed'
+    which = '--user-unit' if scope and scope.startswith('user') else '--unit'
+    rc, out, err = run_command([journalctl, which, unit, '--output', 'cat', '--no-pager', '--lines', str(lines)])
+    if rc != 0 or 'No journal files' in err:
+        return None, 'not read: %s' % ((err or out).strip().splitlines() or ['journalctl rc %d' % rc])[0][:200]
+    return out.splitlines(), None
+
+
 def systemd_show(run_command, systemctl, unit, properties, scope='system'):
     """``systemctl show`` as a dict, or raise ReadProblem with the reason."""
     cmd = [systemctl]

@@ -12,7 +12,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import shlex
 
 EXEC_PREFIX_CHARS = '-@:+!|'
 
@@ -69,13 +68,73 @@ def line_ending(text):
     return '\r\n' if '\r\n' in text else '\n'
 
 
+_ESCAPES = {'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v', '\\': '\\', '"': '"',
+            "'": "'", 's': ' '}
+
+
+def split_words(text):
+    """The words of a command line as systemd splits ExecStart= (and Quadlet its Exec=, PodmanArgs=):
+    whitespace separates, single and double quotes group, C escapes (\\n, \\t, \\xNN, \\uNNNN, octal)
+    apply in and out of quotes. ValueError on an unbalanced quote or a broken escape, which systemd refuses."""
+    words, word, quote, index, started = [], [], None, 0, False
+    while index < len(text):
+        char = text[index]
+        if char == '\\':
+            if index + 1 >= len(text):
+                raise ValueError('a trailing backslash escapes nothing')
+            consumed, value = _unescape(text, index + 1)
+            word.append(value)
+            index += 1 + consumed
+            started = True
+            continue
+        if quote:
+            if char == quote:
+                quote = None
+            else:
+                word.append(char)
+        elif char in '"\'':
+            quote, started = char, True
+        elif char.isspace():
+            if started:
+                words.append(''.join(word))
+            word, started = [], False
+        else:
+            word.append(char)
+            started = True
+        index += 1
+    if quote:
+        raise ValueError('unbalanced %s quote' % quote)
+    if started:
+        words.append(''.join(word))
+    return words
+
+
+def _unescape(text, index):
+    """(characters consumed, the character) for the escape starting at text[index]; an escape C does
+    not know stands for the character itself, as a POSIX shell reads it."""
+    char = text[index]
+    try:
+        if char in _ESCAPES:
+            return 1, _ESCAPES[char]
+        if char == 'x':
+            return 3, chr(int(text[index + 1:index + 3], 16))
+        if char in 'uU':
+            width = 4 if char == 'u' else 8
+            return 1 + width, chr(int(text[index + 1:index + 1 + width], 16))
+        if char in '01234567':
+            return 3, chr(int(text[index:index + 3], 8))
+    except ValueError:
+        raise ValueError('invalid escape \\%s' % char)
+    return 1, char
+
+
 def split_command(value):
-    """(prefix, argv) of an ExecStart value; systemd's quoting is close enough to POSIX sh here."""
+    """(prefix, argv) of an ExecStart value, split as systemd splits it."""
     prefix = ''
     while value and value[0] in EXEC_PREFIX_CHARS:
         prefix += value[0]
         value = value[1:]
-    return prefix, shlex.split(value, posix=True)
+    return prefix, split_words(value)
 
 
 def join_command(prefix, argv):

@@ -7,7 +7,6 @@ veth taken down (the container sees NO-CARRIER), and a network's sandbox namespa
 Task failures during network setup are real: a service publishing a host port that a container
 already holds.
 """
-import os
 import time
 
 import pytest
@@ -17,7 +16,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from helpers import local_host, run_audit
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='dockerd, network namespaces and nsenter need root')
+pytestmark = pytest.mark.needs_root('dockerd, network namespaces and nsenter need root')
 
 A, B = docker_fleet.NODES
 

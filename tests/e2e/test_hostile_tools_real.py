@@ -13,7 +13,7 @@ import pytest
 
 from helpers import local_host, run_audit
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='podman_restart_userns needs root to run its commands at all')
+pytestmark = pytest.mark.needs_root('podman_restart_userns needs root to run its commands at all')
 
 INFO = '{"host": {"security": {"rootless": false}}, "version": {"Version": "4.3.1"}}'
 # An undecodable byte raw, an escape character JSON-escaped (as Go's encoder writes it).

@@ -28,8 +28,8 @@ sys.path.insert(0, os.path.join(BUILD, 'collections'))
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry  # noqa: E402
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='rootful podman, and runuser for the rootless user, need root; '
-                                'make test runs as root (CI does)')
+pytestmark = pytest.mark.needs_root('rootful podman, and runuser for the rootless user, need root; '
+                                    'make test runs as root (CI does)')
 
 ENV = read_env_file('podman.env')
 IMAGE = ENV.get('POSTMORTEM_TINY_IMAGE', 'localhost/postmortem-tiny:1')

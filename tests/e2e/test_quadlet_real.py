@@ -28,8 +28,8 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.podman import q
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_check
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='the containers converted here are rootful podman containers, '
-                                'which need root; make test runs as root (CI does)')
+pytestmark = pytest.mark.needs_root('the containers converted here are rootful podman containers, '
+                                    'which need root; make test runs as root (CI does)')
 
 GENERATOR = os.path.join(BUILD, 'quadlet', 'usr', 'libexec', 'podman', 'quadlet')
 IMAGE = 'localhost/postmortem-tiny:1'

@@ -11,7 +11,7 @@ import pytest
 
 from helpers import local_host, run_audit
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason='podman_restart_userns needs root to run its commands at all')
+pytestmark = pytest.mark.needs_root('podman_restart_userns needs root to run its commands at all')
 
 
 @pytest.fixture

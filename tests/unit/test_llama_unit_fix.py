@@ -119,3 +119,13 @@ def test_units_we_cannot_change_safely(exec_start, reason):
 def test_quote_round_trips():
     for arg in ('plain', 'with space', "it's", 'a"b', '$VAR', '%i', ''):
         assert shlex.split(systemd_unit.quote(arg)) == [arg]
+
+
+def test_exec_lines_split_as_systemd_splits_them():
+    from ansible_collections.homelab.postmortem.plugins.module_utils import systemd_unit
+    assert systemd_unit.split_command("-/opt/llama-server --alias 'own model' -m \"/m/a b.gguf\"") == \
+        ('-', ['/opt/llama-server', '--alias', 'own model', '-m', '/m/a b.gguf'])
+    assert systemd_unit.split_words('printf "a\\tb\\n" \\x41 "\\u00fc" x\\ y') == ['printf', 'a\tb\n', 'A', u'\u00fc', 'x y']
+    for broken in ('a "b', "a 'b", 'a \\', 'a \\xZZ'):
+        with pytest.raises(ValueError):
+            systemd_unit.split_words(broken)

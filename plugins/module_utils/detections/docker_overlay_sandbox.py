@@ -212,15 +212,12 @@ def _add_failure(found, state, error, targets, entry):
 
 
 def _peer_warnings(ctx, unit):
-    journalctl = ctx.which('journalctl')
     if not unit:
         return None, 'not read (setting journal_unit is empty)'
-    if not journalctl:
-        return None, 'not read: journalctl is not installed'
-    rc, out, err = ctx.run_command([journalctl, '--unit', unit, '--output', 'cat', '--no-pager', '--lines', '20000'])
-    if rc != 0 or 'No journal files' in err:
-        return None, 'not read: %s' % ((err or out).strip().splitlines() or ['journalctl rc %d' % rc])[0][:200]
-    return sum(1 for line in out.splitlines() if PEER_WARNING in line), 'journal of %s (last 20000 lines)' % unit
+    lines, problem = hostio.read_journal(ctx.run_command, ctx.which('journalctl'), unit, 20000)
+    if problem:
+        return None, problem
+    return sum(1 for line in lines if PEER_WARNING in line), 'journal of %s (last 20000 lines)' % unit
 
 
 def _container_instance(ctx, api, network, cid, entry, sandbox, peers_ip, probe):

@@ -167,6 +167,7 @@ def _preset_instances(ctx, path, routers):
     if problem:
         return problem
     found = []
+    forced = ctx.settings_for(_SELF)['clients_force_cache_prompt']
     router_cache = llama_server.router_value(routers, llama_server.CACHE_RAM)
     for section in sorted(s for s in sections if s not in ('', '*')):
         adapters = []
@@ -192,7 +193,6 @@ def _preset_instances(ctx, path, routers):
         if cache_ram is None:
             found.append(instance(name, 'error', '%s: cache-ram = %r is not a number.' % (name, value), evidence))
             continue
-        forced = ctx.settings_for(_SELF)['clients_force_cache_prompt']
         risks = evidence['paths_at_risk'] = evidence['exposed_paths'] = paths_at_risk(cache_ram, caching or forced)
         summary = _risk_summary(name, adapters, cache_ram, cache_ram_from, caching_from, risks, forced and not caching)
         found.append(instance(name, 'at_risk' if risks else 'ok', summary, evidence))

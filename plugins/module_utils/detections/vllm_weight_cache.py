@@ -131,19 +131,16 @@ def _mismatch(engine, daemon):
 
 
 def _journal(ctx, entry, settings):
-    lines = settings['journal_lines']
-    unit, scope = hostio.systemd_unit_from_cgroup(entry.process.cgroup_lines())
-    journalctl = ctx.which('journalctl')
-    if not lines or not unit or not journalctl:
+    """The engine unit's last "Mapped N tensors from the weight cache daemon" line, or None."""
+    if not settings['journal_lines']:
         return None
-    command = [journalctl, '--unit', unit, '--output', 'cat', '--no-pager', '--lines', str(lines)]
-    if scope == 'user':
-        command.insert(1, '--user')
+    unit, scope = hostio.systemd_unit_from_cgroup(entry.process.cgroup_lines())
     try:
-        rc, out, _err = ctx.run_command(command)
+        lines, _problem = hostio.read_journal(ctx.run_command, ctx.which('journalctl'), unit,
+                                              settings['journal_lines'], scope)
     except HostInputError:
         return None  # the journal is extra evidence, never the verdict
-    found = [line for line in out.splitlines() if MAPPED_LINE in line] if rc == 0 else []
+    found = [line for line in lines or [] if MAPPED_LINE in line]
     return found[-1][:300] if found else None
 
 

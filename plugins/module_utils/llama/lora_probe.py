@@ -121,24 +121,15 @@ class Sequences(object):
             self.global_scale = value
 
     def complete(self, prompt, mode, scale, cache_prompt, n_predict=N_PREDICT, id_slot=None):
-        body = {'prompt': prompt, 'n_predict': n_predict, 'temperature': 0, 'n_probs': N_PROBS}
-        if cache_prompt is not None:
-            body['cache_prompt'] = cache_prompt
-        if mode == 'per_request':
-            body['lora'] = self.scales(scale)
-        else:
-            self.set_global(scale)
+        extra = {'n_probs': N_PROBS}
         if id_slot is not None:
-            body['id_slot'] = id_slot
-        reply = self.session.call('/completion', 'POST', body)
-        if not isinstance(reply, dict) or not isinstance(reply.get('content'), str):
-            raise ProbeFailure('/completion answered without a "content" string: is this llama-server?')
-        timings = reply.get('timings') if isinstance(reply.get('timings'), dict) else {}
-        cache_n = timings.get('cache_n')
-        slot = reply.get('id_slot')
-        return {'content': reply['content'], 'cache_n': cache_n if isinstance(cache_n, int) else None,
-                'distribution': first_token_distribution(reply),
-                'id_slot': slot if isinstance(slot, int) and not isinstance(slot, bool) else None}
+            extra['id_slot'] = id_slot
+        if mode == 'global':
+            self.set_global(scale)
+        answer = self.session.complete(prompt, self.scales(scale) if mode == 'per_request' else None, cache_prompt,
+                                       n_predict, **extra)
+        answer['distribution'] = first_token_distribution(answer['reply'])
+        return answer
 
     def run(self, mode, restore, first, then):
         """One sequence; returns the measured request against its uncached reference."""

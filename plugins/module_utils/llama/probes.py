@@ -41,16 +41,23 @@ class Session(object):
         timeout = max(1.0, min(REQUEST_TIMEOUT, self.deadline - time.time()))
         return request_json(self.base + path, method=method, body=body, timeout=timeout, headers=self.headers)[1]
 
-    def complete(self, prompt, lora=None, cache_prompt=True, **extra):
-        body = {'prompt': prompt, 'n_predict': N_PREDICT, 'temperature': 0, 'cache_prompt': cache_prompt}
+    def complete(self, prompt, lora=None, cache_prompt=True, n_predict=N_PREDICT, **extra):
+        """One /completion at temperature 0; ``cache_prompt`` None leaves it to the server's default."""
+        body = {'prompt': prompt, 'n_predict': n_predict, 'temperature': 0}
+        if cache_prompt is not None:
+            body['cache_prompt'] = cache_prompt
         if lora is not None:
             body['lora'] = lora
         body.update(extra)
         reply = self.call('/completion', 'POST', body)
-        if not isinstance(reply, dict) or 'content' not in reply:
-            raise ProbeFailure('/completion answered without "content": is this llama-server?')
-        timings = reply.get('timings') or {}
-        return {'content': reply['content'], 'cache_n': timings.get('cache_n'), 'prompt_n': timings.get('prompt_n'),
+        if not isinstance(reply, dict) or not isinstance(reply.get('content'), str):
+            raise ProbeFailure('/completion answered without a "content" string: is this llama-server?')
+        timings = reply.get('timings') if isinstance(reply.get('timings'), dict) else {}
+        cache_n, slot = timings.get('cache_n'), reply.get('id_slot')
+        return {'content': reply['content'], 'reply': reply,
+                'cache_n': cache_n if isinstance(cache_n, int) and not isinstance(cache_n, bool) else None,
+                'prompt_n': timings.get('prompt_n'),
+                'id_slot': slot if isinstance(slot, int) and not isinstance(slot, bool) else None,
                 'completion_probabilities': reply.get('completion_probabilities')}
 
 

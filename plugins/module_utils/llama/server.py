@@ -154,11 +154,10 @@ def config_settings(ctx, environ, keys):
     if note:
         problems.append(note)
     for path in paths:
-        try:
-            sections = parse_preset(ctx.path(path))
-        except hostio.ReadProblem as problem:
-            if problem.kind != 'missing':
-                problems.append('%s %s' % (path, problem.reason))
+        sections, problem = ctx.shared(('llama-config', path), lambda path=path: _read_config(ctx, path))
+        if problem:
+            problems.append(problem)
+        if not sections:
             continue
         for section in ('*', '', 'default'):
             entries = sections.get(section) or {}
@@ -166,6 +165,14 @@ def config_settings(ctx, environ, keys):
                 value, lineno = entries[key]
                 applied.append((key, value, '%s line %d' % (path, lineno)))
     return applied, problems
+
+
+def _read_config(ctx, path):
+    """(sections or None, problem or None) of one config.ini; read once per run (every process shares it)."""
+    try:
+        return parse_preset(ctx.path(path)), None
+    except hostio.ReadProblem as problem:
+        return None, (None if problem.kind == 'missing' else '%s %s' % (path, problem.reason))
 
 
 def resolve_configured(ctx, option, process, environ):

@@ -17,7 +17,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import shlex
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, systemd_unit
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
@@ -67,7 +66,7 @@ def _split(value, where, exec_prefixes=True):
     try:
         if exec_prefixes:
             return systemd_unit.split_command(value)
-        return '', shlex.split(value, posix=True)
+        return '', systemd_unit.split_words(value)
     except ValueError as exc:
         raise DetectionError('%s: cannot parse the command line %r: %s' % (where, value, exc))
 

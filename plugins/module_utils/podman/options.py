@@ -54,9 +54,6 @@ class OptionSpec(object):
     def kind(self, name):
         return self.kinds.get(self.canonical(name))
 
-    def to_dict(self):
-        return {'kinds': self.kinds, 'shorts': self.shorts}
-
 
 def parse_help(text):
     """An OptionSpec from cobra's --help text (the Options: block and any flag lines)."""
@@ -84,11 +81,10 @@ def parse_help(text):
 class Option(object):
     """One option as given: canonical long name, value (str; flags 'true'/'false') and the tokens."""
 
-    def __init__(self, name, value, tokens, given=None, kind='value'):
+    def __init__(self, name, value, tokens, kind='value'):
         self.name = name
         self.value = value
         self.tokens = tokens
-        self.given = given or tokens[0]
         self.kind = kind
 
     def canonical_tokens(self):
@@ -154,20 +150,20 @@ def parse_options(argv, start, spec, what):
             tail = letters[position + 1:]
             if kind == 'flag':
                 if tail.startswith('='):
-                    found.append(Option(long_name, _flag_value(short, tail[1:]), [short + tail], given=short, kind='flag'))
+                    found.append(Option(long_name, _flag_value(short, tail[1:]), [short + tail], kind='flag'))
                     break
-                found.append(Option(long_name, 'true', [short], given=short, kind='flag'))
+                found.append(Option(long_name, 'true', [short], kind='flag'))
                 position += 1
                 continue
             if tail:
                 value = tail[1:] if tail.startswith('=') else tail
-                found.append(Option(long_name, value, [short + tail], given=short))
+                found.append(Option(long_name, value, [short + tail]))
             elif kind == 'optional':
-                found.append(Option(long_name, None, [short], given=short))
+                found.append(Option(long_name, None, [short]))
             else:
                 if index + 1 >= len(argv):
                     raise OptionError('%s has no value' % short)
-                found.append(Option(long_name, argv[index + 1], [short, argv[index + 1]], given=short))
+                found.append(Option(long_name, argv[index + 1], [short, argv[index + 1]]))
                 consumed = 2
             break
         index += consumed

@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import csv
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import systemd_unit
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options, quadlet
 
 # What Quadlet puts on every generated command line (pkg/systemd/quadlet/quadlet.go ConvertContainer).
@@ -27,61 +28,13 @@ NOT_CARRIED = ('--name', '--restart', '--rm', '--replace', '--detach', '--cidfil
 SINGLE = tuple(option for option, (_key, _since, how) in quadlet.KEYS.items() if how in ('single', 'bool')) + (
     '--user', '--sdnotify', '--rootfs')
 KEYVAL = ('--env', '--label', '--annotation')
-_ESCAPES = {'a': '\a', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t', 'v': '\v', '\\': '\\', '"': '"',
-            "'": "'", 's': ' '}
-
-
-def split_words(text):
-    """Words of a command line the way systemd (and Quadlet's parser) split one: whitespace
-    separates, single and double quotes group, C escapes are applied."""
-    words, word, quote, index, started = [], [], None, 0, False
-    while index < len(text):
-        char = text[index]
-        if char == '\\' and index + 1 < len(text):
-            consumed, value = _unescape(text, index + 1)
-            word.append(value)
-            index += 1 + consumed
-            started = True
-            continue
-        if quote:
-            if char == quote:
-                quote = None
-            else:
-                word.append(char)
-        elif char in '"\'':
-            quote, started = char, True
-        elif char.isspace():
-            if started:
-                words.append(''.join(word))
-            word, started = [], False
-        else:
-            word.append(char)
-            started = True
-        index += 1
-    if started:
-        words.append(''.join(word))
-    return words
-
-
-def _unescape(text, index):
-    char = text[index]
-    if char in _ESCAPES:
-        return 1, _ESCAPES[char]
-    if char == 'x':
-        return 3, chr(int(text[index + 1:index + 3], 16))
-    if char in 'uU':
-        width = 4 if char == 'u' else 8
-        return 1 + width, chr(int(text[index + 1:index + 1 + width], 16))
-    if char in '01234567':
-        return 3, chr(int(text[index:index + 3], 8))
-    return 1, char
 
 
 def exec_argv(exec_start):
     """The argv systemd runs for ``ExecStart=<exec_start>``: %% and $$ reduced, other %x kept."""
     value = exec_start.split('=', 1)[1] if exec_start.startswith('ExecStart=') else exec_start
     value = value.replace('%%', '\x00')
-    words = split_words(value)
+    words = systemd_unit.split_words(value)
     return [w.replace('\x00', '%').replace('$$', '$') for w in words]
 
 

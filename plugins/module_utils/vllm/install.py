@@ -146,7 +146,11 @@ def _unquote(value):
 
 
 def processes(ctx):
-    """(VllmProcess list, problems)."""
+    """(VllmProcess list, problems), read once per run: both vLLM detections use them."""
+    return ctx.shared('vllm-processes', lambda: _processes(ctx))
+
+
+def _processes(ctx):
     found, problems = ctx.processes('vllm', lambda name: name.startswith('python') or name == 'vllm')
     result = []
     for process in found:
@@ -220,6 +224,11 @@ def version_in(ctx, prefix):
 
 
 def version_of(ctx, process):
+    """(version, dist-info path) of the vLLM next to ``process``'s Python; looked up once per run."""
+    return ctx.shared(('vllm-version', process.pid), lambda: _version_of(ctx, process))
+
+
+def _version_of(ctx, process):
     for prefix in python_prefixes(process):
         version, where = version_in(ctx, prefix)
         if version:
