@@ -12,14 +12,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import itertools
 import json
 import os
 import re
 import tempfile
-import xml.etree.ElementTree as ET
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
-from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_html import render_html
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html
 
 # Host states that are not findings. For the fail threshold they count as
 # ``error``: an operator who fails on errors wants to hear about a host that
@@ -27,7 +27,7 @@ from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_html imp
 HOST_PROBLEMS = ('unreachable', 'failed')
 # One compact encoder for every document: the C encoder (an indent would run the pure-Python one),
 # built once (json.dumps with arguments builds a new one per call).
-_COMPACT = json.JSONEncoder(sort_keys=True, separators=(',', ':'))
+_COMPACT = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False)
 REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'html': 'postmortem.html'}
 
 
@@ -54,6 +54,34 @@ def plain(value):
 _STRICT = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
 
 
+def _reject(value):
+    raise TypeError('%s is not JSON' % type(value).__name__)
+
+
+def _make_strict_encode():
+    """Strict compact JSON, UTF-8 text kept as is, keys in the order the host sent them.
+
+    One C encoder object reused for every finding: JSONEncoder.encode builds a new one per call,
+    which was a third of the report's time over 60,000 findings. No circular check (a result
+    Ansible hands over cannot be cyclic; if one were, the recursion limit ends it, and
+    RecursionError takes the careful path). Where the C encoder is missing or its private
+    signature changed, the public encoder does the same work, slower."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring
+        iterencode = c_make_encoder(None, _reject, encode_basestring, None, ':', ',', False, False, False)
+        if ''.join(iterencode({'a': [1, 2.5, None, True, u'\u00e9']}, 0)) != u'{"a":[1,2.5,null,true,"\u00e9"]}':
+            raise ValueError('unexpected output')
+    except Exception:  # pylint: disable=broad-except
+        return json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(',', ':')).encode
+
+    def encode(value):
+        return ''.join(iterencode(value, 0))
+    return encode
+
+
+strict_encode = _make_strict_encode()
+
+
 def plain_fast(value):
     """plain(), through the C encoder when the value already is strict JSON: no NaN (allow_nan
     refuses it), no lone surrogate (the UTF-8 encode refuses it), nothing but JSON types (the
@@ -70,9 +98,13 @@ def plain_fast(value):
 _XML_INVALID = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]')
 
 
+def _escape_char(match):
+    code = ord(match.group(0))
+    return '\\x%02x' % code if code < 0x100 else '\\u%04x' % code
+
+
 def xml_text(text):
-    return _XML_INVALID.sub(lambda m: '\\x%02x' % ord(m.group(0)) if ord(m.group(0)) < 0x100
-                            else '\\u%04x' % ord(m.group(0)), str(text))
+    return _XML_INVALID.sub(_escape_char, str(text))
 
 
 def _one_line(text, limit=500):
@@ -106,43 +138,86 @@ def _checked_findings(findings):
     return findings, None
 
 
-def host_entry(name, result):
-    """Turn one host's registered audit_facts result into the report's host record."""
+def _classify(name, result):
+    """(the host record without its findings' text, the findings as the host returned them)."""
     if result is None:
-        return _problem(name, 'no audit result: the host left the play before the audit ran')
-    result = plain_fast(result)
+        return _problem(name, 'no audit result: the host left the play before the audit ran'), None
     if not isinstance(result, dict):
-        return _problem(name, 'the audit result is %s, not a task result' % type(result).__name__)
+        return _problem(name, 'the audit result is %s, not a task result' % type(result).__name__), None
     if result.get('unreachable'):
-        return _problem(name, _one_line(result.get('msg') or 'host unreachable'), 'unreachable')
+        return _problem(name, _one_line(safe_text(str(result.get('msg') or 'host unreachable'))), 'unreachable'), None
     if result.get('failed'):
-        return _problem(name, _failure_reason(result, 'audit module failed'))
+        return _problem(name, safe_text(_failure_reason(result, 'audit module failed'))), None
     if result.get('skipped'):
-        return _problem(name, 'audit task was skipped on this host')
+        return _problem(name, 'audit task was skipped on this host'), None
     facts = result.get('ansible_facts') or {}
     findings, problem = _checked_findings(facts.get('postmortem') if isinstance(facts, dict) else facts)
     if problem:
-        return _problem(name, problem)
+        return _problem(name, safe_text(problem)), None
     return {'name': name, 'state': 'audited', 'reason': None, 'findings': findings,
-            'run': facts.get('postmortem_run') or {}}
+            'run': plain_fast(facts.get('postmortem_run') or {})}, findings
+
+
+def _encode_findings(findings):
+    """Each finding encoded once, as strict compact JSON: ({id: finding}, {id: text}).
+
+    The writers reuse these texts (the JSON file, the HTML's blocks, the JUnit bodies) instead of
+    encoding the evidence again; that is what keeps the report near the cost of one json.dumps.
+    Findings that already are strict JSON are kept as they came (Ansible's tagged containers
+    encode as the plain ones); anything else (NaN, lone surrogates, sets, odd keys) is copied
+    through plain() first."""
+    try:
+        texts = {}
+        for cid, finding in findings.items():
+            if not isinstance(cid, str):
+                raise TypeError('finding id %r' % (cid,))
+            texts[cid] = text = strict_encode(finding)
+            text.encode('utf-8')
+        return findings, texts
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
+        findings = plain(findings)
+        return findings, dict((cid, _COMPACT.encode(f)) for cid, f in findings.items())
+
+
+def host_entry(name, result):
+    """Turn one host's registered audit_facts result into the report's host record."""
+    entry, findings = _classify(name, result)
+    if findings is not None:
+        entry['findings'] = _encode_findings(findings)[0]
+    return entry
+
+
+class FleetReport(dict):
+    """The report's data model (a plain dict to every reader), plus each host's findings as the
+    JSON text build() already made: ``finding_texts[i]`` is {check id: text} for hosts[i]."""
+    finding_texts = None
 
 
 def build(hosts, results, checks, collection_version, now=None, before=None):
     """hosts: names in inventory order; results: {host: registered result or None};
     checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    entries = [host_entry(h, results.get(h)) for h in hosts]
+    entries, texts = [], []
+    for name in hosts:
+        entry, findings = _classify(name, results.get(name))
+        if findings is not None:
+            entry['findings'], encoded = _encode_findings(findings)
+            texts.append(encoded)
+        else:
+            texts.append({})
+        entries.append(entry)
     if before is not None:
         for entry in entries:
-            earlier = host_entry(entry['name'], before.get(entry['name']))
-            entry['before'] = (dict((cid, f.get('status', 'error')) for cid, f in earlier['findings'].items())
-                               if earlier['state'] == 'audited' else {'(host)': earlier['state']})
+            earlier, findings = _classify(entry['name'], before.get(entry['name']))
+            entry['before'] = (dict((safe_text(str(cid)), safe_text(str(f.get('status', 'error'))))
+                                    for cid, f in findings.items())
+                               if findings is not None else {'(host)': earlier['state']})
     seen = set(cid for e in entries for cid in e['findings'])
     known = [c for c in checks if c[0] in seen] or list(checks)
     extra = sorted(seen - set(c[0] for c in known))
     for cid in extra:
         title = next((e['findings'][cid].get('title') for e in entries if cid in e['findings']), cid)
-        known.append((cid, title))
+        known.append((cid, safe_text(str(title))))
     totals = dict((s, 0) for s in STATUSES + HOST_PROBLEMS)
     for entry in entries:
         if entry['state'] != 'audited':
@@ -150,14 +225,55 @@ def build(hosts, results, checks, collection_version, now=None, before=None):
             continue
         for finding in entry['findings'].values():
             totals[finding.get('status', 'error')] = totals.get(finding.get('status', 'error'), 0) + 1
-    return {
+    report = FleetReport({
         'generator': 'homelab.postmortem %s' % collection_version,
         'generated_at': now.strftime('%Y-%m-%dT%H:%M:%SZ'),
         'checks': [{'id': cid, 'title': title} for cid, title in known],
         'statuses': list(STATUSES),
         'hosts': entries,
         'totals': dict((k, v) for k, v in totals.items() if v),
-    }
+    })
+    report.finding_texts = texts
+    return report
+
+
+def finding_texts(report):
+    """{check id: JSON text} per host, aligned with report['hosts']: build()'s, or made now for a
+    report that did not come from build() (a copy, one read back from disk)."""
+    texts = getattr(report, 'finding_texts', None)
+    if texts is not None and len(texts) == len(report['hosts']):
+        return texts
+    return [_encode_findings(entry['findings'])[1] for entry in report['hosts']]
+
+
+def findings_json(texts):
+    """One host's findings object from its per-finding texts."""
+    return '{' + ','.join('%s:%s' % (_COMPACT.encode(cid), text) for cid, text in texts.items()) + '}'
+
+
+def hosts_findings_json(report):
+    return [findings_json(texts) for texts in finding_texts(report)]
+
+
+def to_json_parts(report, findings_text):
+    """The report as compact JSON, in pieces of about one host each (written one after another, a
+    10,000-host report never exists as one string: allocating and faulting in strings of tens of
+    megabytes cost more than encoding them). Joined, the pieces are what json.dumps(report,
+    separators=(',', ':'), ensure_ascii=False) gives, each host's findings spliced in as the text
+    build() made."""
+    keys = list(report)
+    at = keys.index('hosts')
+    pairs = ['%s:%s' % (_COMPACT.encode(key), _COMPACT.encode(report[key])) for key in keys if key != 'hosts']
+    yield '{' + ''.join(pair + ',' for pair in pairs[:at]) + '"hosts":['
+    for position, (entry, text) in enumerate(zip(report['hosts'], findings_text)):
+        yield (',' if position else '') + '{' + ','.join(
+            '%s:%s' % (_COMPACT.encode(key), text if key == 'findings' else _COMPACT.encode(entry[key]))
+            for key in entry) + '}'
+    yield ']' + ''.join(',' + pair for pair in pairs[at:]) + '}'
+
+
+def to_json(report):
+    return ''.join(to_json_parts(report, hosts_findings_json(report)))
 
 
 def effective_status(entry, check_id):
@@ -193,55 +309,90 @@ def threshold_reached(report, fail_on, fail_on_unaudited=True):
     return hits
 
 
-def to_junit(report):
-    suites = ET.Element('testsuites', name='homelab.postmortem')
-    counts = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
-    for entry in report['hosts']:
-        suite = ET.SubElement(suites, 'testsuite', name=entry['name'])
-        s_counts = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
-        for check in report['checks']:
-            case = ET.SubElement(suite, 'testcase', classname=entry['name'], name=check['id'])
-            s_counts['tests'] += 1
-            if entry['state'] != 'audited':
-                node = ET.SubElement(case, 'error', message='%s: %s' % (entry['state'], entry['reason']), type=entry['state'])
-                node.text = entry['reason']
-                s_counts['errors'] += 1
-                continue
-            finding = entry['findings'].get(check['id'])
+# What XML cannot hold, and what markup needs escaped: a text without any of these is written as is
+# (most messages; one search instead of a substitution and seven replacements each).
+_XML_SPECIAL = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff&<>"\t\n\r]')
+
+
+def _xml(text):
+    """Text for an XML text node: what XML cannot hold as \\xNN, then &, < and > escaped."""
+    text = str(text)
+    if not _XML_SPECIAL.search(text):
+        return text
+    return _XML_INVALID.sub(_escape_char, text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+
+
+def _xml_json(text):
+    """_xml() for JSON text: the encoder already escaped every control character, so the only
+    characters XML cannot hold that may be left are U+FFFE and U+FFFF (a substring test, not a
+    scan with the pattern, on the largest texts of the report)."""
+    if u'\ufffe' in text or u'\uffff' in text:
+        text = xml_text(text)
+    return text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+
+
+def _xml_attr(text):
+    text = str(text)
+    if not _XML_SPECIAL.search(text):
+        return text
+    return _xml(text).replace('"', '&quot;').replace('\n', '&#10;').replace('\r', '&#13;').replace('\t', '&#9;')
+
+
+def to_junit_parts(report):
+    """JUnit XML: a suite per host, a case per check. A failing or erroring case carries its
+    finding's JSON, the text build() made (written with strings: ElementTree cost more than
+    the evidence's encoding)."""
+    totals = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
+    suites = []
+    check_ids = [c['id'] for c in report['checks']]
+    case_names = dict((cid, _xml_attr(cid)) for cid in check_ids)
+    for entry, texts in zip(report['hosts'], finding_texts(report)):
+        counts = {'tests': len(check_ids), 'failures': 0, 'errors': 0, 'skipped': 0}
+        name = _xml_attr(entry['name'])
+        cases = []
+        if entry['state'] != 'audited':
+            message = _xml_attr('%s: %s' % (entry['state'], entry['reason']))
+            body = '<error message="%s" type="%s">%s</error>' % (message, entry['state'], _xml(entry['reason']))
+            cases = ['<testcase classname="%s" name="%s">%s</testcase>' % (name, case_names[cid], body) for cid in check_ids]
+            counts['errors'] = len(check_ids)
+        for cid in check_ids if entry['state'] == 'audited' else ():
+            finding = entry['findings'].get(cid)
             if finding is None:
-                ET.SubElement(case, 'skipped', message='not run on this host')
-                s_counts['skipped'] += 1
-                continue
-            status = finding.get('status')
-            message = '%s: %s' % (status, finding.get('summary', ''))
-            body = _COMPACT.encode({'evidence': finding.get('evidence'), 'remediation': finding.get('remediation'),
-                                    'references': finding.get('references')})
-            if status in ('affected', 'at_risk'):
-                node = ET.SubElement(case, 'failure', message=message, type=status)
-                node.text = body
-                s_counts['failures'] += 1
-            elif status == 'error':
-                node = ET.SubElement(case, 'error', message=message, type=status)
-                node.text = body
-                s_counts['errors'] += 1
-            elif status in ('not_applicable', 'unknown'):
-                ET.SubElement(case, 'skipped', message=message)
-                s_counts['skipped'] += 1
+                inner = '<skipped message="not run on this host" />'
+                counts['skipped'] += 1
             else:
-                out = ET.SubElement(case, 'system-out')
-                out.text = message
-        for key, value in s_counts.items():
-            suite.set(key, str(value))
-            counts[key] += value
-    for key, value in counts.items():
-        suites.set(key, str(value))
-    # Host-supplied text (config lines, tool output) may hold control characters XML cannot carry.
-    for node in suites.iter():
-        if node.text:
-            node.text = xml_text(node.text)
-        for name, value in node.attrib.items():
-            node.set(name, xml_text(value))
-    return ET.tostring(suites, encoding='unicode')
+                status = str(finding.get('status'))
+                message = _xml_attr('%s: %s' % (status, finding.get('summary', '')))
+                if status in ('affected', 'at_risk'):
+                    inner = '<failure message="%s" type="%s">%s</failure>' % (message, status, _xml_json(texts[cid]))
+                    counts['failures'] += 1
+                elif status == 'error':
+                    inner = '<error message="%s" type="%s">%s</error>' % (message, status, _xml_json(texts[cid]))
+                    counts['errors'] += 1
+                elif status in ('not_applicable', 'unknown'):
+                    inner = '<skipped message="%s" />' % message
+                    counts['skipped'] += 1
+                else:
+                    inner = '<system-out>%s</system-out>' % _xml(message)
+            cases.append('<testcase classname="%s" name="%s">%s</testcase>' % (name, case_names[cid], inner))
+        for key in totals:
+            totals[key] += counts[key]
+        suites.append('<testsuite name="%s" tests="%d" failures="%d" errors="%d" skipped="%d">%s</testsuite>' % (
+            name, counts['tests'], counts['failures'], counts['errors'], counts['skipped'], ''.join(cases)))
+    yield '<testsuites name="homelab.postmortem" tests="%d" failures="%d" errors="%d" skipped="%d">' % (
+        totals['tests'], totals['failures'], totals['errors'], totals['skipped'])
+    for suite in suites:
+        yield suite
+        yield '\n'
+    yield '</testsuites>'
+
+
+def to_junit(report):
+    return ''.join(to_junit_parts(report))
+
+
+def render_html(report):
+    return ''.join(report_html.render_html_parts(report, hosts_findings_json(report)))
 
 
 def fix_text(finding):
@@ -364,12 +515,12 @@ def remediation_lines(report):
     return lines
 
 
-def _atomic_write(path, text):
+def _atomic_write(path, parts):
     directory = os.path.dirname(path) or '.'
     handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
     try:
-        with os.fdopen(handle, 'w') as out:
-            out.write(text)
+        with os.fdopen(handle, 'w', encoding='utf-8') as out:
+            out.writelines(parts)
         os.chmod(tmp, 0o644)
         os.rename(tmp, path)
     except Exception:
@@ -397,10 +548,11 @@ def _check_dest(dest):
 
 def write(report, dest, formats):
     """Write every format; returns ({format: path}, [problems]). Never raises for one bad file."""
+    findings_text = hosts_findings_json(report)
     renderers = {
-        'json': lambda r: _COMPACT.encode(r) + '\n',
-        'junit': lambda r: '<?xml version="1.0" encoding="UTF-8"?>\n' + to_junit(r) + '\n',
-        'html': render_html,
+        'json': lambda r: itertools.chain(to_json_parts(r, findings_text), ['\n']),
+        'junit': lambda r: itertools.chain(['<?xml version="1.0" encoding="UTF-8"?>\n'], to_junit_parts(r), ['\n']),
+        'html': lambda r: report_html.render_html_parts(r, findings_text),
     }
     dest = os.path.abspath(dest)
     try:

@@ -266,11 +266,14 @@ CODES = {'not_applicable': 'n', 'ok': 'o', 'unknown': 'u', 'error': 'e', 'at_ris
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(',', ':'))
 
 
-def _script_safe_json(data):
+def _script_safe(text):
     # Inside <script>, "</script>" or "<!--" in host-supplied evidence would end
     # the element; escaping <, > and & keeps the JSON identical once parsed.
-    text = _ENCODER.encode(data)
     return text.replace('<', '\\u003c').replace('>', '\\u003e').replace('&', '\\u0026')
+
+
+def _script_safe_json(data):
+    return _script_safe(_ENCODER.encode(data))
 
 
 def index(report):
@@ -288,13 +291,18 @@ def index(report):
             'codes': dict((v, k) for k, v in CODES.items())}
 
 
-def render_html(report):
+def render_html_parts(report, findings_text):
+    """The page in pieces (see report.to_json_parts for why); findings_text[i] is the JSON text
+    of hosts[i]'s findings, made once for every format."""
     hosts = report['hosts']
-    chunks = []
-    for number, start in enumerate(range(0, len(hosts), CHUNK)):
-        data = dict((e['name'], e['findings']) for e in hosts[start:start + CHUNK])
-        chunks.append('<script type="application/json" id="chunk-%d">%s</script>' % (number, _script_safe_json(data)))
     # Split once: host text that happens to read like a placeholder must not be replaced.
     head, rest = _PAGE.split('__REPORT_INDEX__')
     middle, tail = rest.split('__REPORT_CHUNKS__')
-    return head + _script_safe_json(index(report)) + middle + '\n'.join(chunks) + tail
+    yield head + _script_safe_json(index(report)) + middle
+    for number, start in enumerate(range(0, len(hosts), CHUNK)):
+        yield '%s<script type="application/json" id="chunk-%d">{' % ('\n' if number else '', number)
+        for offset, entry in enumerate(hosts[start:start + CHUNK]):
+            yield '%s%s:%s' % (',' if offset else '', _script_safe_json(entry['name']),
+                               _script_safe(findings_text[start + offset]))
+        yield '}</script>'
+    yield tail

@@ -221,3 +221,62 @@ def test_the_fast_copy_falls_back_where_json_is_not_strict():
     assert report.plain_fast({'v': float('nan')}) == {'v': 'nan'}
     assert report.plain_fast({'v': u'bad \udcff byte'}) == {'v': 'bad \\xff byte'}
     assert report.plain_fast({'v': {1, 2}}) == report.plain({'v': {1, 2}})
+
+
+HOSTILE = {'markup': 'say "hi" & <b>\'x\'</b> ]]> </script><!-- -->', 'controls': 'a\x00b\x07c\tline\nnext\r\n',
+           'nonchars': u'\ufffe\uffff', 'unicode': u'caf\u00e9 \u2028 \U0001f600', 'number_keys': {1: 'one'}}
+
+
+@pytest.fixture
+def hostile_fleet():
+    """Hosts whose findings take the encoder's fast path (strict JSON, hostile text) and hosts whose
+    findings must be copied first (NaN, a lone surrogate, a set)."""
+    results = {
+        'strict': audited(pi_ir_tx=finding('pi_ir_tx', 'affected', 'IR "broken" <now>\n\x01', HOSTILE),
+                          llama_sleep_race=finding('llama_sleep_race', 'error', u'\ufffe', {'x': [1, 2.5, None]})),
+        'nan': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk', 'nan', {'v': float('nan')})),
+        'surrogate': audited(pi_ir_tx=finding('pi_ir_tx', 'affected', u'bad \udcff', {'v': u'\udcff'})),
+        'set': audited(pi_ir_tx=finding('pi_ir_tx', 'ok', 'set', {'v': {3}})),
+        'dead': {'unreachable': True, 'msg': 'gone & <away>'},
+    }
+    return report.build(list(results), results, CHECKS, '0.2.0')
+
+
+def test_the_json_file_is_json_dumps_of_the_report(hostile_fleet):
+    expected = json.dumps(hostile_fleet, separators=(',', ':'), ensure_ascii=False)
+    assert report.to_json(hostile_fleet) == expected
+    # A report that lost the texts build() made (a copy) is written the same.
+    assert report.to_json(dict(hostile_fleet)) == expected
+    loaded = json.loads(expected)
+    assert loaded['hosts'][0]['findings']['pi_ir_tx']['evidence']['number_keys'] == {'1': 'one'}
+    assert loaded['hosts'][1]['findings']['pi_ir_tx']['evidence'] == {'v': 'nan'}
+    assert loaded['hosts'][2]['findings']['pi_ir_tx']['evidence'] == {'v': '\\xff'}
+    assert loaded['hosts'][3]['findings']['pi_ir_tx']['evidence'] == {'v': [3]}
+
+
+def test_junit_carries_hostile_text_as_xml_can(hostile_fleet):
+    root = ET.fromstring(report.to_junit(hostile_fleet))
+    failure = root.find("./testsuite[@name='strict']/testcase[@name='pi_ir_tx']/failure")
+    assert failure.get('message') == 'affected: IR "broken" <now>\n\\x01'
+    assert json.loads(failure.text)['evidence']['markup'] == HOSTILE['markup']
+    error = root.find("./testsuite[@name='strict']/testcase[@name='llama_sleep_race']/error")
+    assert error.get('message') == 'error: \\ufffe'
+    assert json.loads(root.find("./testsuite[@name='surrogate']/testcase[@name='pi_ir_tx']/failure").text)['summary'] == 'bad \\xff'
+    assert root.find("./testsuite[@name='dead']/testcase[@name='pi_ir_tx']/error").text == 'gone & <away>'
+    assert (root.get('tests'), root.get('failures'), root.get('errors'), root.get('skipped')) == ('10', '3', '3', '3')
+
+
+def test_html_blocks_hold_the_same_findings(hostile_fleet):
+    page = report.render_html(hostile_fleet)
+    assert '</script><!--' not in page
+    findings = embedded(page, 'chunk-0')
+    for host in json.loads(report.to_json(hostile_fleet))['hosts']:
+        assert findings[host['name']] == host['findings']
+
+
+def test_the_encoder_without_its_c_accelerator_gives_the_same_text(monkeypatch, hostile_fleet):
+    monkeypatch.setattr('json.encoder.c_make_encoder', None)
+    public = report._make_strict_encode()
+    for entry in hostile_fleet['hosts']:
+        for value in entry['findings'].values():
+            assert public(value) == report.strict_encode(value) == json.dumps(value, separators=(',', ':'), ensure_ascii=False)
