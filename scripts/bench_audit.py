@@ -4,8 +4,10 @@
    hosts: audit_facts running every detection in one module call per host; the fact
    gathering users already pay for (ansible.builtin.setup); one <id>_facts call per
    detection per host. Medians and ratios; absolute seconds depend on the machine.
-2. Over real SSH on the test fleet (tests/e2e/ssh_fleet.py), at 4, 8 and 11 hosts: audit_facts
-   against ansible.builtin.setup, alternated, forks = hosts (BENCH_FLEET=0 skips it).
+2. Over real SSH on the test fleet (tests/e2e/ssh_fleet.py), at 4, 8 and 12 hosts: audit_facts
+   against ansible.builtin.setup, alternated, forks = hosts, then at 12 with pipelining on, then
+   each module's AnsiballZ file run by itself on one fleet host (CPU and wall time; ping is the
+   floor every module pays). BENCH_FLEET=0 skips it.
 3. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
    instances per finding): building and writing JSON, JUnit and HTML against one compact
    json.dumps of the same data (the floor), and against json.dump of it to a file (which
@@ -69,38 +71,91 @@ def main():
     report_bench()
 
 
+FLEET_SIZES = (4, 8, 12)
+
+
 def fleet_bench(work, env):
-    """The audit against setup over real SSH on the test fleet, at 4, 8 and 11 reachable hosts."""
+    """The audit against setup over real SSH on the test fleet, at 4, 8 and 12 hosts that can be
+    audited; then with pipelining on; then where a host's time goes (one module run by itself)."""
     sys.path.insert(0, os.path.join(REPO, 'tests', 'e2e'))
     import ssh_fleet  # noqa: E402
-    inventory = ssh_fleet.up()
+    size = max(FLEET_SIZES) + 2  # + one host without Python and one unreachable, which the bench leaves out
+    inventory = ssh_fleet.up(size)
     try:
-        reachable = [h for h in sorted(inventory['all']['hosts']) if h not in ('fleet-11', 'fleet-12')]
-        reachable.append('fleet-11')  # no Python: setup and the audit both fail there, alike
+        auditable = ['fleet-%02d' % i for i in range(1, max(FLEET_SIZES) + 1)]
         plays = {'audit': playbook([{'name': 'audit', 'homelab.postmortem.audit_facts': {}}]),
                  'setup': playbook([{'name': 'gather facts', 'ansible.builtin.setup': {}}])}
         for name, content in plays.items():
             with open(os.path.join(work, 'fleet-%s.json' % name), 'w') as handle:
                 json.dump(content, handle)
-        print('over SSH on the test fleet (forks = hosts, %d rounds, median)' % ROUNDS)
-        for size in (4, 8, 11):
-            subset = {'all': {'hosts': dict((h, inventory['all']['hosts'][h]) for h in reachable[:size]),
+        print('over SSH on the test fleet (forks = hosts, %d rounds alternated, median wall time)' % ROUNDS)
+        runs = [(count, False) for count in FLEET_SIZES] + [(max(FLEET_SIZES), True)]
+        for count, pipelining in runs:
+            subset = {'all': {'hosts': dict((h, inventory['all']['hosts'][h]) for h in auditable[:count]),
                               'vars': inventory['all']['vars']}}
-            path = os.path.join(work, 'fleet-%d.json' % size)
+            path = os.path.join(work, 'fleet-%d.json' % count)
             with open(path, 'w') as handle:
                 json.dump(subset, handle)
+            run_env = dict(env, ANSIBLE_PIPELINING='1' if pipelining else '0')
             times = dict((name, []) for name in plays)
             for _round in range(ROUNDS):
                 for name in plays:
                     started = time.monotonic()
-                    subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', path, '-f', str(size),
-                                    os.path.join(work, 'fleet-%s.json' % name)], env=env, check=False, capture_output=True)
+                    subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', path, '-f', str(count),
+                                    os.path.join(work, 'fleet-%s.json' % name)], env=run_env, check=False,
+                                   capture_output=True)
                     times[name].append(time.monotonic() - started)
             audit, setup = statistics.median(times['audit']), statistics.median(times['setup'])
-            print('  %2d hosts: audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx (1 module execution per host)'
-                  % (size, audit, setup, audit / setup))
+            print('  %2d hosts%s: audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx (1 module execution per host)'
+                  % (count, ', pipelining' if pipelining else '', audit, setup, audit / setup))
+        module_cost(inventory, env)
     finally:
-        ssh_fleet.down()
+        ssh_fleet.down(size)
+
+
+MODULE_COST = r"""
+import resource, statistics, subprocess, sys, time
+runs = {}
+for _round in range(8):
+    for name, path in zip(sys.argv[1::2], sys.argv[2::2]):
+        before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+        subprocess.run(['python3', path], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        wall, after = time.monotonic() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+        runs.setdefault(name, []).append((after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, wall))
+for name in sys.argv[1::2]:
+    print('%s %.3f %.3f' % (name, statistics.median(r[0] for r in runs[name]), statistics.median(r[1] for r in runs[name])))
+"""
+
+
+def module_cost(inventory, env):
+    """One host's share: each module's AnsiballZ file, as Ansible sent it, run on a fleet host by
+    itself (8 rounds alternated): CPU and wall time. ping is the floor every module pays (Python,
+    the wrapper, ansible.module_utils.basic)."""
+    host = 'fleet-05'
+    modules = (('ping', 'ansible.builtin.ping'), ('audit_facts', 'homelab.postmortem.audit_facts'),
+               ('setup', 'ansible.builtin.setup'))
+    with open(os.path.join(tempfile.mkdtemp(prefix='postmortem-bench-'), 'inventory.json'), 'w') as handle:
+        json.dump({'all': {'hosts': {host: inventory['all']['hosts'][host]}, 'vars': inventory['all']['vars']}}, handle)
+    paths = []
+    for short, fqcn in modules:
+        subprocess.run(['podman', 'exec', host, 'rm', '-rf', '/root/.ansible/tmp'], check=False, capture_output=True)
+        subprocess.run([os.path.join(VENV_BIN, 'ansible'), '-i', handle.name, host, '-m', fqcn],
+                       env=dict(env, ANSIBLE_KEEP_REMOTE_FILES='1', ANSIBLE_PIPELINING='0'), check=False, capture_output=True)
+        found = subprocess.run(['podman', 'exec', host, 'sh', '-c', 'ls /root/.ansible/tmp/*/AnsiballZ_%s.py' % short],
+                               capture_output=True, text=True, check=False).stdout.split()
+        if not found:
+            print('  module cost: the AnsiballZ file of %s was not kept; skipped' % fqcn)
+            return
+        kept = '/tmp/AnsiballZ_%s.py' % short
+        subprocess.run(['podman', 'exec', host, 'cp', found[0], kept], check=True)
+        paths += [short, kept]
+    measured = subprocess.run(['podman', 'exec', '-i', host, 'python3', '-', ] + paths, input=MODULE_COST,
+                              capture_output=True, text=True, check=False).stdout.split('\n')
+    print('one module on one fleet host, run by itself (median of 8): CPU and wall time')
+    for line in measured:
+        if line.strip():
+            name, cpu, wall = line.split()
+            print('  %-12s CPU %.3f s, wall %.3f s' % (name, float(cpu), float(wall)))
 
 
 def synthetic_result(index):

@@ -21,6 +21,7 @@ ARGUMENT_SPEC = dict(
     hosts=dict(type='list', elements='str'),
     result_var=dict(type='str', default='postmortem_gather'),
     before_var=dict(type='str'),
+    remediation_var=dict(type='str'),
     formats=dict(type='list', elements='str', default=['json', 'junit', 'html'], choices=['json', 'junit', 'html']),
     fail_on=dict(type='str', default='never', choices=['never'] + list(STATUSES)),
     fail_on_unaudited=dict(type='bool', default=True),
@@ -42,18 +43,21 @@ class ActionModule(ActionBase):
 
         hosts = args['hosts'] or list(task_vars.get('ansible_play_hosts_all') or [])
         hostvars = task_vars.get('hostvars') or {}
-        results, before = {}, {}
+        results, before, remediation = {}, {}, {}
         for host in hosts:
             try:
                 results[host] = hostvars[host].get(args['result_var'])
                 if args['before_var']:
                     before[host] = hostvars[host].get(args['before_var'])
+                if args['remediation_var']:
+                    remediation[host] = hostvars[host].get(args['remediation_var'])
             except KeyError:
                 results[host] = None
 
         checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS]
         report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION,
-                                    before=before if args['before_var'] else None)
+                                    before=before if args['before_var'] else None,
+                                    remediation=remediation if args['remediation_var'] else None)
         # The summary is printed whatever happens to the files: it is the report of last resort.
         paths, write_problems = fleet_report.write(report, args['dest'], args['formats'])
         lines = fleet_report.summary_lines(report, paths)

@@ -18,7 +18,6 @@ import socket
 
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible.module_utils.six.moves.urllib.parse import urlsplit
-from ansible.module_utils.urls import open_url
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 LOOPBACK_NAMES = ('localhost', 'ip6-localhost', 'ip6-loopback')
@@ -45,6 +44,26 @@ def is_loopback(host):
     return host == '::1'
 
 
+def accepts_connections(url, timeout):
+    """Whether anything accepts a TCP connection at the URL's host and port (nothing is sent).
+
+    Lets a detection say "nothing listens here" without loading the HTTP client; a refused or
+    unroutable connection is False. Anything else (a timeout, a non-loopback URL that
+    request_json will refuse) is True, so that the request itself reports it."""
+    parts = urlsplit(url)
+    if not is_loopback(parts.hostname):
+        return True
+    try:
+        port = parts.port or (443 if parts.scheme == 'https' else 80)
+        connection = socket.create_connection((parts.hostname, port), timeout=timeout)
+    except socket.timeout:
+        return True
+    except (OSError, ValueError):
+        return False
+    connection.close()
+    return True
+
+
 def request_json(url, method='GET', body=None, timeout=10.0, headers=None):
     """Send one request to a loopback URL; return (status, decoded JSON)."""
     host = urlsplit(url).hostname
@@ -56,6 +75,9 @@ def request_json(url, method='GET', body=None, timeout=10.0, headers=None):
     if body is not None:
         data = json.dumps(body).encode('utf-8')
         send_headers['Content-Type'] = 'application/json'
+    # Imported here: ansible.module_utils.urls (with http.client, ssl and email) is the largest import of
+    # the audit, and only opt-in probes and hosts that run Ollama send a request.
+    from ansible.module_utils.urls import open_url
     try:
         response = open_url(url, data=data, method=method, headers=send_headers, timeout=timeout,
                             validate_certs=False, follow_redirects='none', use_proxy=False)

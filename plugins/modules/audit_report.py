@@ -44,6 +44,14 @@ options:
         and the summary counts the findings fixed, still open and new, and lists the hosts that changed.
     type: str
     version_added: 0.2.0
+  remediation_var:
+    description:
+      - Name of the variable in which the remediation recorded, per host, what it did (C(state) one of
+        C(fixed), C(nothing_to_run), C(failed), C(lost), C(not_run); C(task) and C(reason) when it
+        failed, lost the host or did not run). Each host's report entry then carries C(remediation),
+        and the summary names the hosts whose fixes failed, were lost or were not run, with the reason.
+    type: str
+    version_added: 0.2.0
   formats:
     description: Which report files to write.
     type: list

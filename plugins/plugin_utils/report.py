@@ -193,9 +193,20 @@ class FleetReport(dict):
     finding_texts = None
 
 
-def build(hosts, results, checks, collection_version, now=None, before=None):
+def _remediation_record(value):
+    """What the remediate playbook recorded for a host (postmortem_remediation): state and why."""
+    value = plain_fast(value)
+    if not isinstance(value, dict):
+        return {'state': 'unknown', 'reason': 'the remediation record is %s, not a mapping' % type(value).__name__}
+    record = dict((k, value[k]) for k in ('state', 'task', 'reason', 'roles') if k in value)
+    record['state'] = safe_text(str(record.get('state') or 'unknown'))
+    return record
+
+
+def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None):
     """hosts: names in inventory order; results: {host: registered result or None};
-    checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run)."""
+    checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run);
+    remediation: {host: what the remediation recorded, or None}."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     entries, texts = [], []
     for name in hosts:
@@ -212,6 +223,9 @@ def build(hosts, results, checks, collection_version, now=None, before=None):
             entry['before'] = (dict((safe_text(str(cid)), safe_text(str(f.get('status', 'error'))))
                                     for cid, f in findings.items())
                                if findings is not None else {'(host)': earlier['state']})
+    for entry in entries if remediation else ():
+        if remediation.get(entry['name']) is not None:
+            entry['remediation'] = _remediation_record(remediation[entry['name']])
     seen = set(cid for e in entries for cid in e['findings'])
     known = [c for c in checks if c[0] in seen] or list(checks)
     extra = sorted(seen - set(c[0] for c in known))
@@ -476,7 +490,7 @@ def summary_lines(report, paths):
             lines.append('  ... and %d more host(s): every host is in the reports below' % (len(needing) - ATTENTION_HOSTS))
     else:
         lines += ['', 'Nothing needs attention.']
-    if any('before' in e for e in hosts):
+    if any('before' in e or 'remediation' in e for e in hosts):
         lines += [''] + remediation_lines(report)
     totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
     lines += ['', 'Totals: ' + (totals or 'nothing ran')]
@@ -512,6 +526,15 @@ def remediation_lines(report):
     lines += ['  ' + line for line in changed[:ATTENTION_HOSTS]]
     if len(changed) > ATTENTION_HOSTS:
         lines.append('  ... and %d more host(s) changed: see the reports' % (len(changed) - ATTENTION_HOSTS))
+    for state, label in (('failed', 'remediation FAILED'), ('lost', 'LOST during remediation'),
+                         ('not_run', 'remediation not run')):
+        hit = [e for e in report['hosts'] if (e.get('remediation') or {}).get('state') == state]
+        for entry in hit[:ATTENTION_HOSTS]:
+            record = entry['remediation']
+            where = " in '%s'" % _one_line(record['task'], 200) if record.get('task') else ''
+            lines.append('  %s: %s%s: %s' % (entry['name'], label, where, _one_line(record.get('reason'), 400)))
+        if len(hit) > ATTENTION_HOSTS:
+            lines.append('  ... and %d more host(s) with %s: see the reports' % (len(hit) - ATTENTION_HOSTS, label))
     return lines
 
 

@@ -27,6 +27,7 @@ _PAGE = u'''<!DOCTYPE html>
         --error:#6a1b9a; --unreachable:#37474f; --failed:#37474f; }
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #212121; background: #fafafa; }
 header { padding: 12px 20px; background: #263238; color: #fff; }
+.remediation-problem { color: var(--affected); font-weight: 600; }
 header h1 { font-size: 18px; margin: 0 0 4px 0; }
 header .meta { font-size: 12px; opacity: .8; }
 main { display: flex; gap: 16px; padding: 16px 20px; align-items: flex-start; }
@@ -212,6 +213,10 @@ __REPORT_CHUNKS__
     box.setAttribute("data-check", check.id);
     box.appendChild(el("h2", {}, host.n + " \\u2014 " + check.id));
     box.appendChild(el("p", {}, check.title));
+    if (host.m) {
+      box.appendChild(el("p", {"class": "remediation-problem"}, "Remediation " +
+        (host.m.s === "not_run" ? "not run" : (host.m.s === "failed" ? "FAILED" : "LOST THE HOST") + (host.m.t ? " in '" + host.m.t + "'" : "")) + ": " + host.m.r));
+    }
     if (host.s !== "audited") {
       var b = el("p");
       b.appendChild(el("span", {"class": "badge s-" + host.s}, host.s));
@@ -286,6 +291,10 @@ def index(report):
             continue
         codes = ''.join(CODES.get((entry['findings'].get(cid) or {}).get('status'), '-') for cid in check_ids)
         hosts.append({'n': entry['name'], 's': 'audited', 'c': codes})
+    for host, entry in zip(hosts, report['hosts']):
+        remediation = entry.get('remediation') or {}
+        if remediation.get('state') in ('failed', 'lost', 'not_run'):  # the hosts a remediation run left alone or broke on
+            host['m'] = {'s': remediation['state'], 'r': remediation.get('reason') or '', 't': remediation.get('task')}
     return {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': report['checks'],
             'statuses': report['statuses'], 'totals': report['totals'], 'hosts': hosts, 'chunk': CHUNK,
             'codes': dict((v, k) for k, v in CODES.items())}

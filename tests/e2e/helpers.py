@@ -12,6 +12,7 @@ import json
 import os
 import socket
 import subprocess
+import threading
 import urllib.request
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -62,7 +63,10 @@ class AuditRun:
         return self.host(host)['findings'][check]
 
 
-def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=None, playbook='homelab.postmortem.audit'):
+def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=None, playbook='homelab.postmortem.audit',
+              on_line=None):
+    """Run a playbook of the collection. on_line(line) is called for each line of its output as it
+    comes (to act at a given point of the run: stop a host when a play starts)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
     inventory_path = tmp_path / 'inventory.json'
     inventory_path.write_text(json.dumps(inventory))
@@ -71,9 +75,23 @@ def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=No
     variables.update(extra_vars or {})
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), playbook, '-i', str(inventory_path),
            '-e', json.dumps(variables)] + list(args)
-    proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), capture_output=True, text=True,
-                          timeout=timeout, check=False)
-    return AuditRun(proc, report_dir)
+    if on_line is None:
+        proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), capture_output=True, text=True,
+                              timeout=timeout, check=False)
+        return AuditRun(proc, report_dir)
+    lines = []
+    with subprocess.Popen(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as running:
+        timer = threading.Timer(timeout, running.kill)
+        timer.start()
+        try:
+            for line in running.stdout:
+                lines.append(line)
+                on_line(line)
+        finally:
+            timer.cancel()
+        running.wait()
+    return AuditRun(subprocess.CompletedProcess(cmd, running.returncode, ''.join(lines), ''), report_dir)
 
 
 def local_host(**extra):

@@ -8,7 +8,8 @@ States, so an audit has something to tell apart:
   (llama_lora_cache at_risk): hit by two detections;
 - fleet-04: a llama-server stand-in with sleep mode on and no supervisor (llama_sleep_race);
 - the rest clean; fleet-11 has no Python (the audit cannot run there); fleet-12 is in the inventory
-  but its container is never started (unreachable).
+  but its container is never started (unreachable). up(N) makes N hosts the same way: the
+  next-to-last without Python, the last unreachable (the benchmark uses 14: 12 that can be audited).
 
     python ssh_fleet.py up [N] | down | inventory
 """
@@ -44,7 +45,7 @@ def name(index):
     return 'fleet-%02d' % index
 
 
-def setup_script(index):
+def setup_script(index, size=SIZE):
     lines = ['set -e', 'mkdir -p /run/sshd /root/.ssh', 'ssh-keygen -A >/dev/null',
              'cp /keys/id.pub /root/.ssh/authorized_keys', 'chmod 600 /root/.ssh/authorized_keys']
     if index <= 3:
@@ -52,7 +53,7 @@ def setup_script(index):
                   STANDIN % '-m /models/base.gguf --lora /models/persona.gguf --port 8080']
     if index == 4:
         lines += [STANDIN % '-m /models/base.gguf --sleep-idle-seconds 300 --port 8080']
-    if index == SIZE - 1:
+    if index == size - 1:
         lines += ['rm -f /usr/bin/python3*']
     lines += ['exec /usr/sbin/sshd -D -e']
     return '\n'.join(lines)
@@ -73,7 +74,7 @@ def up(size=SIZE):
             hosts[host] = {'ansible_host': '10.255.255.1', 'ansible_port': 22}  # never started: unreachable
             continue
         podman('run', '-d', '--name', host, '--hostname', host, '--network', NETWORK,
-               '-v', '%s:/keys:ro' % STATE, image(), '/bin/bash', '-c', setup_script(index))
+               '-v', '%s:/keys:ro' % STATE, image(), '/bin/bash', '-c', setup_script(index, size))
         address = podman('inspect', '-f', '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}', host).stdout.strip()
         hosts[host] = {'ansible_host': address}
     for host, variables in hosts.items():
@@ -98,7 +99,8 @@ def up(size=SIZE):
     return inventory
 
 
-def down(size=SIZE):
+def down(size=SIZE + 8):
+    # Removes what a larger fleet (the benchmark's) left as well.
     for index in range(1, size + 1):
         podman('rm', '-f', '-t', '0', name(index), check=False)
     podman('network', 'rm', '-f', NETWORK, check=False)

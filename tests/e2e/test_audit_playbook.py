@@ -99,3 +99,29 @@ def test_check_mode_and_unknown_check(tmp_path):
     assert "unknown check 'pi_ir_rx'" in bad.output
     assert 'The audit was not started' in bad.output
     assert not os.path.exists(bad.report_dir)
+
+
+def test_the_payload_carries_what_the_probes_import_late(tmp_path):
+    """The probe-only helpers are imported inside functions (so a host without the service does not
+    compile them); Ansible's dependency finder must still put them in the AnsiballZ payload, or an
+    opt-in probe would fail on the host with an ImportError. The payload Ansible really sent,
+    kept on the target and exploded there."""
+    import glob
+    import json
+    import subprocess
+    from helpers import VENV_BIN, ansible_env
+    remote_tmp = tmp_path / 'remote'
+    inventory = tmp_path / 'inventory.json'
+    inventory.write_text(json.dumps({'all': {'hosts': {'localhost': local_host()}}}))
+    env = ansible_env(ANSIBLE_KEEP_REMOTE_FILES='1', ANSIBLE_REMOTE_TMP=str(remote_tmp), ANSIBLE_PIPELINING='0')
+    subprocess.run([os.path.join(VENV_BIN, 'ansible'), '-i', str(inventory), 'localhost', '-m', 'homelab.postmortem.audit_facts',
+                    '-a', 'checks=pi_ir_tx'], env=env, check=True, capture_output=True, timeout=120)
+    payload = glob.glob(str(remote_tmp / '*' / 'AnsiballZ_audit_facts.py'))
+    assert len(payload) == 1, list(remote_tmp.rglob('*'))
+    subprocess.run([local_host()['ansible_python_interpreter'], payload[0], 'explode'], cwd=os.path.dirname(payload[0]),
+                   check=True, capture_output=True)
+    exploded = os.path.join(os.path.dirname(payload[0]), 'debug_dir')
+    utils = os.path.join(exploded, 'ansible_collections', 'homelab', 'postmortem', 'plugins', 'module_utils')
+    for late in ('llama/lora_probe.py', 'llama/probes.py', 'rpi/ir_trace.py', 'podman/export.py', 'loopback_http.py'):
+        assert os.path.isfile(os.path.join(utils, late)), late
+    assert os.path.isfile(os.path.join(exploded, 'ansible', 'module_utils', 'urls.py'))

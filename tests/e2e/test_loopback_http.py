@@ -110,6 +110,15 @@ def test_nothing_listening_and_non_loopback_urls():
     assert loopback_http.is_loopback('localhost') and not loopback_http.is_loopback('127.0.0.1.example.com')
 
 
+def test_a_connection_check_before_any_http(garbage_server):
+    """accepts_connections lets the Ollama detections say "nothing listens" without loading the HTTP
+    client; whatever is not a plain refusal is left to the request to report."""
+    assert loopback_http.accepts_connections(garbage_server, 2)
+    assert not loopback_http.accepts_connections('http://127.0.0.1:%d' % free_port(), 2)
+    assert not loopback_http.accepts_connections('http://localhost:%d' % free_port(), 2)
+    assert loopback_http.accepts_connections('http://192.0.2.10:8080', 2)  # request_json refuses it, saying why
+
+
 def test_llama_probes_on_something_that_is_not_llama_server(garbage_server):
     from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe, probes as llama_probes
     for probe in (lora_probe.lora_cache, llama_probes.spec_logprobs):

@@ -64,9 +64,10 @@ def test_a_detection_not_selected_is_not_fixed(tmp_path):
     assert 'Remediation: 0 finding(s) fixed, 1 still open, 0 new' in run.output
 
 
-def test_the_first_failed_batch_stops_the_run(tmp_path):
+def test_the_first_failed_batch_stops_the_fixes_not_the_report(tmp_path):
     """One host per batch; the first host's role fails (a setting it cannot read), so the second
-    host, in the next batch, is not touched."""
+    host, in the next batch, is not touched. Both are audited again, the report says which fix
+    failed and why the other was not run, and the run ends failed."""
     first, second = image(tmp_path / 'one'), image(tmp_path / 'two')
     untouched = (second / 'boot' / 'firmware' / 'config.txt').read_text()
     inventory = {'all': {'hosts': {
@@ -76,7 +77,14 @@ def test_the_first_failed_batch_stops_the_run(tmp_path):
     run = run_audit(tmp_path, inventory, {'postmortem_checks': ['pi_ir_tx'], 'postmortem_serial': 1},
                     timeout=600, playbook='homelab.postmortem.remediate')
     assert run.proc.returncode != 0, run.output
-    assert 'fatal: [img-1]' in run.output
+    assert 'REMEDIATION FAILED on img-1' in run.output
     assert (second / 'boot' / 'firmware' / 'config.txt').read_text() == untouched
-    remediation_plays = run.output.split('PLAY [Remediate what each host needs, a batch at a time]')[1:]
-    assert len(remediation_plays) == 1 and 'img-2' not in remediation_plays[0].split('PLAY RECAP')[0]
+    assert 'Remediation did not finish: img-1, img-2' in run.output
+    # The after-audit and the report still ran, for both hosts.
+    assert [h['name'] for h in run.report['hosts']] == ['img-1', 'img-2']
+    one, two = run.host('img-1'), run.host('img-2')
+    assert one['remediation']['state'] == 'failed' and 'pi_ir_tx' in one['remediation']['task'].lower() + one['remediation']['reason']
+    assert two['remediation']['state'] == 'not_run'
+    assert two['remediation']['reason'].startswith('not touched: the run stopped after img-1 failed')
+    assert two['findings']['pi_ir_tx']['status'] == 'at_risk'
+    assert 'img-1: remediation FAILED' in run.output and 'img-2: remediation not run' in run.output

@@ -84,3 +84,27 @@ def test_reported_collection_version_matches_galaxy_yml():
     galaxy = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'galaxy.yml')
     with open(galaxy) as handle:
         assert yaml.safe_load(handle)['version'] == COLLECTION_VERSION
+
+
+def test_the_audit_starts_without_loading_what_only_probes_and_present_services_need():
+    """Every module the audit imports is compiled from the AnsiballZ payload on every host, every
+    run (docs/performance.md): the HTTP client, http.client and the probe-only helpers are imported
+    when a probe runs or a service answers, not at start-up. A fresh interpreter, as on a host."""
+    import subprocess
+    import sys
+    from conftest import COLLECTIONS_PATH
+    code = ('import sys; sys.path.insert(0, %r)\n'
+            'from ansible_collections.homelab.postmortem.plugins.module_utils import facts_module\n'
+            'print("\\n".join(sorted(sys.modules)))' % COLLECTIONS_PATH)
+    loaded = set(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split())
+    prefix = 'ansible_collections.homelab.postmortem.plugins.module_utils.'
+    assert prefix + 'registry' in loaded
+    late = ['ansible.module_utils.urls', 'http.client', prefix + 'llama.lora_probe', prefix + 'llama.probes',
+            prefix + 'rpi.ir_trace', prefix + 'podman.export']
+    assert [name for name in late if name in loaded] == []
+
+
+def test_the_probe_marker_default_is_the_probes_own():
+    from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
+    assert llama_lora_cache.PROBE_MARKERS == lora_probe.DEFAULT_MARKERS

@@ -280,3 +280,33 @@ def test_the_encoder_without_its_c_accelerator_gives_the_same_text(monkeypatch, 
     for entry in hostile_fleet['hosts']:
         for value in entry['findings'].values():
             assert public(value) == report.strict_encode(value) == json.dumps(value, separators=(',', ':'), ensure_ascii=False)
+
+
+def test_failed_and_skipped_remediation_is_named():
+    before = {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk')), 'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk')),
+              'pi3': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk'))}
+    after = {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok')), 'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk')),
+             'pi3': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk'))}
+    remediation = {'pi1': {'state': 'fixed', 'roles': ['homelab.postmortem.pi_ir_tx']},
+                   'pi2': {'state': 'failed', 'task': 'Apply the overlay fix', 'reason': 'could not replace\n/boot: Read-only'},
+                   'pi3': {'state': 'not_run', 'reason': 'not touched: the run stopped after pi2 failed in an earlier batch'},
+                   'pi4': None}
+    built = report.build(['pi1', 'pi2', 'pi3'], after, CHECKS, '0.2.0', before=before, remediation=remediation)
+    assert built['hosts'][0]['remediation'] == {'state': 'fixed', 'roles': ['homelab.postmortem.pi_ir_tx']}
+    lines = report.remediation_lines(built)
+    assert lines[0] == 'Remediation: 1 finding(s) fixed, 2 still open, 0 new'
+    assert "  pi2: remediation FAILED in 'Apply the overlay fix': could not replace /boot: Read-only" in lines
+    assert '  pi3: remediation not run: not touched: the run stopped after pi2 failed in an earlier batch' in lines
+    assert json.loads(report.to_json(built))['hosts'][1]['remediation']['state'] == 'failed'
+    odd = report.build(['pi1'], after, CHECKS, '0.2.0', remediation={'pi1': ['not', 'a', 'mapping']})
+    assert odd['hosts'][0]['remediation'] == {'state': 'unknown', 'reason': 'the remediation record is list, not a mapping'}
+
+
+def test_the_page_index_carries_what_a_remediation_left_undone():
+    after = {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok')), 'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk'))}
+    built = report.build(['pi1', 'pi2'], after, CHECKS, '0.2.0', before=after,
+                         remediation={'pi1': {'state': 'fixed'}, 'pi2': {'state': 'failed', 'task': 'T', 'reason': 'EROFS </script>'}})
+    page = report.render_html(built)
+    hosts = embedded(page, 'report-index')['hosts']
+    assert 'm' not in hosts[0] and hosts[1]['m'] == {'s': 'failed', 'r': 'EROFS </script>', 't': 'T'}
+    assert 'EROFS </script>' not in page

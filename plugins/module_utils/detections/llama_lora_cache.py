@@ -16,7 +16,6 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding, make_remediation
 
@@ -44,6 +43,7 @@ REMEDIATION = make_remediation(
     disruption='restart',
 )
 PROBES = ('lora_cache',)
+PROBE_MARKERS = 3  # lora_probe.DEFAULT_MARKERS, which is imported only when the probe runs
 SETTINGS = {
     'preset_paths': {'type': 'list', 'elements': 'str', 'default': [],
                      'description': 'Router preset INI files to read besides those named by running routers.'},
@@ -51,7 +51,7 @@ SETTINGS = {
         'type': 'bool', 'default': False,
         'description': 'Clients send "cache_prompt": true themselves, which overrides --no-cache-prompt: judge '
                        'servers as if prompt caching were on, and send it in the probe\'s measured requests.'},
-    'probe_markers': {'type': 'int', 'default': lora_probe.DEFAULT_MARKERS, 'min': 3, 'max': 10,
+    'probe_markers': {'type': 'int', 'default': PROBE_MARKERS, 'min': 3, 'max': 10,
                       'description': 'Random probe prompts per path, each measured across a scale change and '
                                      'with the same scale (the control).'},
 }
@@ -121,6 +121,9 @@ def _process_instance(ctx, process):
 
 def _probe(process, evidence, settings, init_without_apply, risks, summary):
     """(status, summary, exposed paths): measured paths replace what the settings suggest."""
+    # Imported here, when a probe runs: probes are opt-in, and every module the audit imports is
+    # compiled from the payload on every host, every run.
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
     base, key, reason = llama_server.probe_target(process)
     if not base:
         evidence['probe'] = {'verdict': 'unknown', 'reason': reason}

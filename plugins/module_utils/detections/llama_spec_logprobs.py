@@ -16,7 +16,6 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
@@ -63,6 +62,9 @@ def _process_instance(ctx, process):
         if draft:
             evidence['note'] = 'a draft model is loaded (-md) but no --spec-type: -md alone does not turn speculation on'
     if 'spec_logprobs' in ctx.probes:
+        # Imported here, when the probe runs: probes are opt-in, and every module the audit imports
+        # is compiled from the payload on every host, every run.
+        from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
         base, key, reason = llama_server.probe_target(process)
         measured = llama_probes.spec_logprobs(base, key) if base else {'verdict': 'unknown', 'reason': reason}
         evidence['probe'] = measured

@@ -17,7 +17,6 @@ import os
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
-from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_trace
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
     DetectionError, instance, make_finding, make_remediation)
@@ -160,6 +159,9 @@ def find_config(ctx):
 
 def _apply_probe(ctx, item):
     """Replace what the kernel version suggests by what the trace measured."""
+    # Imported here, when a probe runs: probes are opt-in, and every module the audit imports is
+    # compiled from the payload on every host, every run.
+    from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_trace
     measured = ir_trace.probe(ctx, item['evidence'])
     evidence = dict(item['evidence'], probe=measured)
     rc = item['evidence']['rc']

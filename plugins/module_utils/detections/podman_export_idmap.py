@@ -22,7 +22,6 @@ __metaclass__ = type
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
-from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
 ID = 'podman_export_idmap'
@@ -61,7 +60,7 @@ SETTINGS = {
 _SELF = sys.modules[__name__]
 
 
-def _probe(cli, container, settings):
+def _probe(cli, container, settings, podman_export):
     found, read = podman_export.owners_of_command(
         cli.stream_command(['export', container.id]), settings['probe_timeout'], settings['probe_max_bytes'],
         runner=cli.ctx.runner)
@@ -84,8 +83,11 @@ def _container_instance(cli, container, settings, probe_budget):
         return instance(name, 'at_risk', '%s has its own mapping (%s): podman export and podman cp ctr:/ - '
                         'write shifted owners (%s).' % (name, mapping, how), evidence)
     probe_budget.pop()
+    # Imported here, when a probe runs: probes are opt-in, and every module the audit imports is
+    # compiled from the payload on every host, every run.
+    from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
     try:
-        owners, wrong, read = _probe(cli, container, settings)
+        owners, wrong, read = _probe(cli, container, settings, podman_export)
     except (podman.PodmanProblem, podman_export.StreamProblem) as exc:
         evidence['probe'] = 'failed: %s' % exc
         return instance(name, 'unknown', '%s: the export_owners probe failed: %s' % (name, exc), evidence)

@@ -16,7 +16,6 @@ import errno
 import json
 import socket
 
-from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.six.moves.urllib.parse import quote, urlencode
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
@@ -29,20 +28,36 @@ class DockerProblem(HostInputError):
     pass
 
 
-class _UnixConnection(http_client.HTTPConnection):
-    def __init__(self, path, timeout):
-        http_client.HTTPConnection.__init__(self, 'localhost', timeout=timeout)
-        self.socket_path = path
+_CONNECTION_CLASS = []
 
-    def connect(self):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(self.timeout)
-        try:
-            sock.connect(self.socket_path)
-        except Exception:
-            sock.close()
-            raise
-        self.sock = sock
+
+def _http_client():
+    # Imported on first use: http.client is a noticeable share of the audit's start-up on a Pi, and
+    # only hosts with a Docker socket talk to it.
+    from ansible.module_utils.six.moves import http_client
+    return http_client
+
+
+def _unix_connection(path, timeout):
+    if not _CONNECTION_CLASS:
+        http_client = _http_client()
+
+        class UnixConnection(http_client.HTTPConnection):
+            def __init__(self, socket_file, connect_timeout):
+                http_client.HTTPConnection.__init__(self, 'localhost', timeout=connect_timeout)
+                self.socket_path = socket_file
+
+            def connect(self):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(self.timeout)
+                try:
+                    sock.connect(self.socket_path)
+                except Exception:
+                    sock.close()
+                    raise
+                self.sock = sock
+        _CONNECTION_CLASS.append(UnixConnection)
+    return _CONNECTION_CLASS[0](path, timeout)
 
 
 def socket_path(host):
@@ -64,7 +79,7 @@ class DockerApi(object):
         """The decoded JSON answer to GET ``path``."""
         url = path + ('?' + urlencode(params) if params else '')
         what = 'Docker API GET %s' % path
-        connection = _UnixConnection(self.path, self.timeout)
+        connection = _unix_connection(self.path, self.timeout)
         try:
             connection.request('GET', url, headers={'Accept': 'application/json'})
             response = connection.getresponse()
@@ -74,7 +89,7 @@ class DockerApi(object):
                                 finding_status='unknown')
         except (IOError, OSError) as exc:
             raise self._socket_problem(exc)
-        except http_client.HTTPException as exc:
+        except _http_client().HTTPException as exc:
             raise DockerProblem('%s: the daemon did not answer HTTP: %s' % (what, exc))
         finally:
             connection.close()

@@ -84,6 +84,8 @@ def connect(ctx, detection, settings):
 def server_for(ctx, settings):
     """The run's Ollama for these settings, or None when nothing answers there."""
     def connect():
+        if not loopback_http.accepts_connections(settings['url'], settings['timeout']):
+            return None
         try:
             return Ollama(settings)
         except loopback_http.ProbeFailure as exc:
