@@ -59,18 +59,25 @@ def test_a_file_that_cannot_be_staged_changes_nothing(tmp_path):
     assert module.failed['backups'] == []  # nothing was backed up before the failure
 
 
-def test_a_refused_replacement_puts_the_earlier_files_back(tmp_path, monkeypatch):
+def write_two_refusing(tmp_path, monkeypatch, refuse):
+    """write_all over two files while os.rename answers EROFS whenever refuse(destination, call number)."""
     first, second = files(tmp_path)
-    rename = os.rename
+    rename, calls = os.rename, []
 
-    def read_only_second(src, dst):
-        if dst == str(second):
+    def refusing_rename(src, dst):
+        calls.append(dst)
+        if refuse(dst, len(calls)):
             raise OSError(errno.EROFS, 'Read-only file system')
         return rename(src, dst)
-    monkeypatch.setattr(os, 'rename', read_only_second)
+    monkeypatch.setattr(os, 'rename', refusing_rename)
     module = Module()
     with pytest.raises(Failed):
         filewrite.write_all(module, [(str(first), 'old a\n', 'new a\n'), (str(second), 'old b\n', 'new b\n')], True)
+    return first, second, module
+
+
+def test_a_refused_replacement_puts_the_earlier_files_back(tmp_path, monkeypatch):
+    first, second, module = write_two_refusing(tmp_path, monkeypatch, lambda dst, _call: dst == str(tmp_path / 'b' / 'unit.service'))
     assert (first.read_text(), second.read_text()) == ('old a\n', 'old b\n')
     assert oct(first.stat().st_mode & 0o777) == '0o600'
     msg = module.failed['msg']
@@ -80,19 +87,7 @@ def test_a_refused_replacement_puts_the_earlier_files_back(tmp_path, monkeypatch
 
 
 def test_a_file_that_cannot_be_put_back_is_named_with_its_backup(tmp_path, monkeypatch):
-    first, second = files(tmp_path)
-    rename = os.rename
-    calls = []
-
-    def refuse_after_first(src, dst):
-        calls.append(dst)
-        if len(calls) > 1:
-            raise OSError(errno.EROFS, 'Read-only file system')
-        return rename(src, dst)
-    monkeypatch.setattr(os, 'rename', refuse_after_first)
-    module = Module()
-    with pytest.raises(Failed):
-        filewrite.write_all(module, [(str(first), 'old a\n', 'new a\n'), (str(second), 'old b\n', 'new b\n')], True)
+    first, _second, module = write_two_refusing(tmp_path, monkeypatch, lambda _dst, call: call > 1)
     assert first.read_text() == 'new a\n'
     assert 'could NOT be put back; the backups are %s' % module.failed['backups'][0] in module.failed['msg']
     assert open(module.failed['backups'][0]).read() == 'old a\n'
