@@ -92,10 +92,13 @@ def test_the_audit_starts_without_loading_what_only_probes_and_present_services_
     when a probe runs or a service answers, not at start-up. A fresh interpreter, as on a host."""
     import subprocess
     import sys
-    from conftest import COLLECTIONS_PATH
+    # The collections path this test imported the collection from (.../ansible_collections/homelab/...).
+    collections_path = registry.__file__
+    for _level in range(6):
+        collections_path = os.path.dirname(collections_path)
     code = ('import sys; sys.path.insert(0, %r)\n'
             'from ansible_collections.homelab.postmortem.plugins.module_utils import facts_module\n'
-            'print("\\n".join(sorted(sys.modules)))' % COLLECTIONS_PATH)
+            'print("\\n".join(sorted(sys.modules)))' % collections_path)
     loaded = set(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split())
     prefix = 'ansible_collections.homelab.postmortem.plugins.module_utils.'
     assert prefix + 'registry' in loaded
