@@ -214,8 +214,9 @@ __REPORT_CHUNKS__
     box.appendChild(el("h2", {}, host.n + " \\u2014 " + check.id));
     box.appendChild(el("p", {}, check.title));
     if (host.m) {
-      box.appendChild(el("p", {"class": "remediation-problem"}, "Remediation " +
-        (host.m.s === "not_run" ? "not run" : (host.m.s === "failed" ? "FAILED" : "LOST THE HOST") + (host.m.t ? " in '" + host.m.t + "'" : "")) + ": " + host.m.r));
+      var what = host.m.s === "not_run" ? "not run" :
+        (host.m.s === "failed" ? "FAILED" : "LOST THE HOST") + (host.m.t ? " in '" + host.m.t + "'" : "");
+      box.appendChild(el("p", {"class": "remediation-problem"}, "Remediation " + what + ": " + host.m.r));
     }
     if (host.s !== "audited") {
       var b = el("p");

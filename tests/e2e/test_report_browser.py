@@ -124,3 +124,22 @@ def test_ten_thousand_hosts_counts_first_pages_and_evidence_on_demand(browser, t
     assert 'of %s (pi_ir_tx: affected)' % affected.text in browser.find_element(By.ID, 'page-info').text
     browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="host00202"][data-check="pi_ir_tx"]').click()
     assert 'evidence-of-202' in browser.find_element(By.CSS_SELECTOR, 'pre.evidence').text
+
+
+def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
+    """A remediation run's report: the host whose fix failed and the one not touched say so in their details."""
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
+    finding = {'id': 'pi_ir_tx', 'title': 'IR', 'status': 'at_risk', 'summary': 's', 'evidence': {},
+               'remediation': {'manual': ['fix it']}, 'references': []}
+    results = dict((h, {'ansible_facts': {'postmortem': {'pi_ir_tx': finding}}}) for h in ('pi-1', 'pi-2'))
+    data = fleet_report.build(['pi-1', 'pi-2'], results, [(d.ID, d.TITLE) for d in DETECTIONS], '0.2.0', before=results,
+                              remediation={'pi-1': {'state': 'failed', 'task': 'Replace the overlay',
+                                                    'reason': 'Read-only file system </p>'},
+                                           'pi-2': {'state': 'not_run', 'reason': 'not touched: pi-1 failed'}})
+    paths, problems = fleet_report.write(data, str(tmp_path), ['html'])
+    assert not problems
+    browser.get('file://%s' % paths['html'])
+    for host, text in (('pi-1', "Remediation FAILED in 'Replace the overlay': Read-only file system </p>"),
+                       ('pi-2', 'Remediation not run: not touched: pi-1 failed')):
+        browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="%s"][data-check="pi_ir_tx"]' % host).click()
+        assert browser.find_element(By.CSS_SELECTOR, '#details p.remediation-problem').text == text
