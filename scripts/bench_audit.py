@@ -35,6 +35,19 @@ def playbook(tasks):
     return [{'name': 'bench', 'hosts': 'all', 'gather_facts': False, 'tasks': tasks}]
 
 
+def alternated_medians(playbooks, inventory, env, args=()):
+    """{name: median wall time} of ansible-playbook over each of ``playbooks`` ({name: path}), run
+    alternately ROUNDS times, so that drift in machine load hits every side alike."""
+    times = dict((name, []) for name in playbooks)
+    for _round in range(ROUNDS):
+        for name, path in playbooks.items():
+            started = time.monotonic()
+            subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', inventory] + list(args) + [path],
+                           env=env, check=True, capture_output=True)
+            times[name].append(time.monotonic() - started)
+    return dict((name, statistics.median(values)) for name, values in times.items())
+
+
 def main():
     work = tempfile.mkdtemp(prefix='postmortem-bench-')
     inventory = {'all': {'hosts': dict(('host%02d' % i, {'ansible_connection': 'local',
@@ -50,15 +63,9 @@ def main():
             json.dump(content, handle)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, 'build', 'collections'),
                ANSIBLE_FORKS=str(HOSTS), ANSIBLE_NOCOLOR='1')
-    times = dict((name, []) for name in plays)
-    for _round in range(ROUNDS):
-        for name in plays:  # alternate, so drift in machine load hits both sides alike
-            started = time.monotonic()
-            subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', os.path.join(work, 'inventory.json'),
-                            os.path.join(work, name + '.json')], env=env, check=True, capture_output=True)
-            times[name].append(time.monotonic() - started)
-    one, per = statistics.median(times['one_call']), statistics.median(times['per_detection'])
-    setup = statistics.median(times['setup'])
+    medians = alternated_medians(dict((name, os.path.join(work, name + '.json')) for name in plays),
+                                 os.path.join(work, 'inventory.json'), env)
+    one, per, setup = medians['one_call'], medians['per_detection'], medians['setup']
     print('homelab.postmortem bench: %d local hosts, %d detections, %d rounds (median wall time of ansible-playbook)'
           % (HOSTS, len(DETECTIONS), ROUNDS))
     print('  audit_facts, one call per host        %6.2f s' % one)
@@ -96,16 +103,10 @@ def fleet_bench(work, env):
             path = os.path.join(work, 'fleet-%d.json' % count)
             with open(path, 'w') as handle:
                 json.dump(subset, handle)
-            run_env = dict(env, ANSIBLE_PIPELINING='1' if pipelining else '0')
-            times = dict((name, []) for name in plays)
-            for _round in range(ROUNDS):
-                for name in plays:
-                    started = time.monotonic()
-                    subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', path, '-f', str(count),
-                                    os.path.join(work, 'fleet-%s.json' % name)], env=run_env, check=False,
-                                   capture_output=True)
-                    times[name].append(time.monotonic() - started)
-            audit, setup = statistics.median(times['audit']), statistics.median(times['setup'])
+            medians = alternated_medians(dict((name, os.path.join(work, 'fleet-%s.json' % name)) for name in plays), path,
+                                         dict(env, ANSIBLE_PIPELINING='1' if pipelining else '0'),
+                                         args=['-f', str(count)])
+            audit, setup = medians['audit'], medians['setup']
             print('  %2d hosts%s: audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx (1 module execution per host)'
                   % (count, ', pipelining' if pipelining else '', audit, setup, audit / setup))
         module_cost(inventory, env)

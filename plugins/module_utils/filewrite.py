@@ -44,16 +44,13 @@ def _backup(path):
     return name
 
 
-def _put_back(path, before):
+def _put_back(module, path, before):
+    """The text read before back in place (staged and renamed like the change), or a new file removed."""
     if before is None:
         if os.path.lexists(path):
             os.unlink(path)
         return
-    tmp = _tmp_path(path)
-    with open(tmp, 'wb') as handle:
-        handle.write(before.encode('utf-8'))
-    shutil.copymode(path, tmp)
-    os.rename(tmp, path)
+    os.rename(_stage(module, path, before, before), path)
 
 
 def write_all(module, writes, backup):
@@ -91,7 +88,7 @@ def write_all(module, writes, backup):
     restored, not_restored = [], []
     for path, before in reversed(replaced):
         try:
-            _put_back(path, before)
+            _put_back(module, path, before)
             restored.append(path)
         except (IOError, OSError) as exc:
             not_restored.append('%s (%s)' % (path, exc.strerror or exc))

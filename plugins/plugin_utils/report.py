@@ -51,9 +51,6 @@ def plain(value):
     return safe_text(str(value))
 
 
-_STRICT = json.JSONEncoder(allow_nan=False, ensure_ascii=False)
-
-
 def _reject(value):
     raise TypeError('%s is not JSON' % type(value).__name__)
 
@@ -87,7 +84,7 @@ def plain_fast(value):
     refuses it), no lone surrogate (the UTF-8 encode refuses it), nothing but JSON types (the
     encoder refuses the rest). Anything else takes the careful path."""
     try:
-        text = _STRICT.encode(value)
+        text = strict_encode(value)
         text.encode('utf-8')
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
         return plain(value)
@@ -179,12 +176,18 @@ def _encode_findings(findings):
         return findings, dict((cid, _COMPACT.encode(f)) for cid, f in findings.items())
 
 
+def _entry_and_texts(name, result):
+    """(the report's host record, {check id: the finding's JSON text})."""
+    entry, findings = _classify(name, result)
+    texts = {}
+    if findings is not None:
+        entry['findings'], texts = _encode_findings(findings)
+    return entry, texts
+
+
 def host_entry(name, result):
     """Turn one host's registered audit_facts result into the report's host record."""
-    entry, findings = _classify(name, result)
-    if findings is not None:
-        entry['findings'] = _encode_findings(findings)[0]
-    return entry
+    return _entry_and_texts(name, result)[0]
 
 
 class FleetReport(dict):
@@ -208,15 +211,8 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
     checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run);
     remediation: {host: what the remediation recorded, or None}."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    entries, texts = [], []
-    for name in hosts:
-        entry, findings = _classify(name, results.get(name))
-        if findings is not None:
-            entry['findings'], encoded = _encode_findings(findings)
-            texts.append(encoded)
-        else:
-            texts.append({})
-        entries.append(entry)
+    encoded = [_entry_and_texts(name, results.get(name)) for name in hosts]
+    entries, texts = [e for e, _t in encoded], [t for _e, t in encoded]
     if before is not None:
         for entry in entries:
             earlier, findings = _classify(entry['name'], before.get(entry['name']))

@@ -79,10 +79,10 @@ def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=No
         proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), capture_output=True, text=True,
                               timeout=timeout, check=False)
         return AuditRun(proc, report_dir)
-    lines = []
+    lines, killed = [], []
     with subprocess.Popen(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True) as running:
-        timer = threading.Timer(timeout, running.kill)
+        timer = threading.Timer(timeout, lambda: (killed.append(True), running.kill()))
         timer.start()
         try:
             for line in running.stdout:
@@ -91,6 +91,8 @@ def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=No
         finally:
             timer.cancel()
         running.wait()
+    if killed:
+        raise subprocess.TimeoutExpired(cmd, timeout, output=''.join(lines))
     return AuditRun(subprocess.CompletedProcess(cmd, running.returncode, ''.join(lines), ''), report_dir)
 
 

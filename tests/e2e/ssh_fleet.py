@@ -15,6 +15,7 @@ States, so an audit has something to tell apart:
 """
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -26,6 +27,9 @@ STATE = os.path.join(BUILD, 'ssh-fleet')
 NETWORK = 'pm-ssh-fleet'
 SIZE = 12
 ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(BUILD, 'containers.conf'))
+# The Pis' config.txt as the fleet starts: the transmitter on pwm-ir-tx.
+PI_CONFIG = '[all]\ndtoverlay=pwm-ir-tx,gpiopin=17\n'
+WRITE_PI_CONFIG = 'mkdir -p /boot/firmware && printf %%s %s > /boot/firmware/config.txt' % shlex.quote(PI_CONFIG)
 # A stand-in process with llama-server's name and command line (the detections read /proc).
 STANDIN = "(exec -a llama-server python3 -c 'import time; time.sleep(10**9)' %s &)"
 
@@ -49,8 +53,7 @@ def setup_script(index, size=SIZE):
     lines = ['set -e', 'mkdir -p /run/sshd /root/.ssh', 'ssh-keygen -A >/dev/null',
              'cp /keys/id.pub /root/.ssh/authorized_keys', 'chmod 600 /root/.ssh/authorized_keys']
     if index <= 3:
-        lines += ['mkdir -p /boot/firmware', 'printf "[all]\\ndtoverlay=pwm-ir-tx,gpiopin=17\\n" > /boot/firmware/config.txt',
-                  STANDIN % '-m /models/base.gguf --lora /models/persona.gguf --port 8080']
+        lines += [WRITE_PI_CONFIG, STANDIN % '-m /models/base.gguf --lora /models/persona.gguf --port 8080']
     if index == 4:
         lines += [STANDIN % '-m /models/base.gguf --sleep-idle-seconds 300 --port 8080']
     if index == size - 1:

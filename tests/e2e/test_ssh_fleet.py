@@ -59,7 +59,7 @@ def test_remediate_over_ssh_check_mode_then_batches(tmp_path, fleet):
 
 def reset_pis(fleet):
     for host in ('fleet-01', 'fleet-02', 'fleet-03'):
-        ssh_fleet.podman('exec', host, 'sh', '-c', 'printf "[all]\\ndtoverlay=pwm-ir-tx,gpiopin=17\\n" > /boot/firmware/config.txt')
+        ssh_fleet.podman('exec', host, 'sh', '-c', ssh_fleet.WRITE_PI_CONFIG)
 
 
 def test_faults_a_read_only_filesystem_and_a_host_that_times_out(tmp_path, fleet):
@@ -83,7 +83,7 @@ def test_faults_a_read_only_filesystem_and_a_host_that_times_out(tmp_path, fleet
         ssh_fleet.podman('exec', '--privileged', 'fleet-02', 'umount', '/boot/firmware', check=False)
     assert run.proc.returncode != 0, run.output
     assert 'gpio-ir-tx' in config_txt('fleet-01')
-    assert config_txt('fleet-02') == config_txt('fleet-03') == '[all]\ndtoverlay=pwm-ir-tx,gpiopin=17\n'
+    assert config_txt('fleet-02') == config_txt('fleet-03') == ssh_fleet.PI_CONFIG
     # No temporary file, no new backup: the directory is as it was.
     assert ssh_fleet.podman('exec', 'fleet-02', 'ls', '-A', '/boot/firmware').stdout.split() == listed
     failed = run.host('fleet-02')['remediation']

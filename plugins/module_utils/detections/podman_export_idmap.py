@@ -60,14 +60,6 @@ SETTINGS = {
 _SELF = sys.modules[__name__]
 
 
-def _probe(cli, container, settings, podman_export):
-    found, read = podman_export.owners_of_command(
-        cli.stream_command(['export', container.id]), settings['probe_timeout'], settings['probe_max_bytes'],
-        runner=cli.ctx.runner)
-    owners = dict((path, '%d/%d' % (o['uid'], o['gid'])) for path, o in sorted(found.items()))
-    return owners, podman_export.shifted(found), read
-
-
 def _container_instance(cli, container, settings, probe_budget):
     name = 'container %s (%s)' % (container.name, cli.label)
     evidence = container.evidence()
@@ -87,10 +79,14 @@ def _container_instance(cli, container, settings, probe_budget):
     # compiled from the payload on every host, every run.
     from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
     try:
-        owners, wrong, read = _probe(cli, container, settings, podman_export)
+        found, read = podman_export.owners_of_command(
+            cli.stream_command(['export', container.id]), settings['probe_timeout'], settings['probe_max_bytes'],
+            runner=cli.ctx.runner)
     except (podman.PodmanProblem, podman_export.StreamProblem) as exc:
         evidence['probe'] = 'failed: %s' % exc
         return instance(name, 'unknown', '%s: the export_owners probe failed: %s' % (name, exc), evidence)
+    owners = dict((path, '%d/%d' % (o['uid'], o['gid'])) for path, o in sorted(found.items()))
+    wrong = podman_export.shifted(found)
     evidence['probe'] = {'owners': owners, 'bytes_read': read, 'written_to_disk': False}
     if not owners:
         return instance(name, 'unknown', '%s: the export has none of %s, so its owners cannot be checked.'

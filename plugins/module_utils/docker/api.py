@@ -28,36 +28,15 @@ class DockerProblem(HostInputError):
     pass
 
 
-_CONNECTION_CLASS = []
-
-
-def _http_client():
-    # Imported on first use: http.client is a noticeable share of the audit's start-up on a Pi, and
-    # only hosts with a Docker socket talk to it.
-    from ansible.module_utils.six.moves import http_client
-    return http_client
-
-
-def _unix_connection(path, timeout):
-    if not _CONNECTION_CLASS:
-        http_client = _http_client()
-
-        class UnixConnection(http_client.HTTPConnection):
-            def __init__(self, socket_file, connect_timeout):
-                http_client.HTTPConnection.__init__(self, 'localhost', timeout=connect_timeout)
-                self.socket_path = socket_file
-
-            def connect(self):
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.settimeout(self.timeout)
-                try:
-                    sock.connect(self.socket_path)
-                except Exception:
-                    sock.close()
-                    raise
-                self.sock = sock
-        _CONNECTION_CLASS.append(UnixConnection)
-    return _CONNECTION_CLASS[0](path, timeout)
+def _connected_unix_socket(path, timeout):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(timeout)
+    try:
+        sock.connect(path)
+    except Exception:
+        sock.close()
+        raise
+    return sock
 
 
 def socket_path(host):
@@ -77,10 +56,16 @@ class DockerApi(object):
 
     def get(self, path, params=None):
         """The decoded JSON answer to GET ``path``."""
+        # Imported on first use: http.client is a noticeable share of the audit's start-up on a Pi,
+        # and only hosts with a Docker socket talk to it.
+        from ansible.module_utils.six.moves import http_client
         url = path + ('?' + urlencode(params) if params else '')
         what = 'Docker API GET %s' % path
-        connection = _unix_connection(self.path, self.timeout)
+        connection = http_client.HTTPConnection('localhost', timeout=self.timeout)
         try:
+            # A connection whose socket is already open sends over it (http.client connects only
+            # when it has none): the daemon's unix socket instead of TCP.
+            connection.sock = _connected_unix_socket(self.path, self.timeout)
             connection.request('GET', url, headers={'Accept': 'application/json'})
             response = connection.getresponse()
             body = response.read(MAX_REPLY_BYTES + 1)
@@ -89,7 +74,7 @@ class DockerApi(object):
                                 finding_status='unknown')
         except (IOError, OSError) as exc:
             raise self._socket_problem(exc)
-        except _http_client().HTTPException as exc:
+        except http_client.HTTPException as exc:
             raise DockerProblem('%s: the daemon did not answer HTTP: %s' % (what, exc))
         finally:
             connection.close()
