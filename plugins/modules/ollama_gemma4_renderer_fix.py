@@ -121,13 +121,13 @@ ollama_version:
 import json
 import os
 import re
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
 from ansible_collections.homelab.postmortem.plugins.module_utils.filewrite import write_all
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 
@@ -195,7 +195,8 @@ class Pinner(object):
         directory = self.params['backup_dir']
         if not os.path.isdir(directory):
             os.makedirs(directory, 0o700)
-        stem = os.path.join(directory, '%s.%s' % (re.sub(r'[^A-Za-z0-9._-]', '_', name), time.strftime('%Y%m%dT%H%M%S')))
+        # The same time stamp as every fix module's backups (filewrite.backup_path): sortable, UTC.
+        stem = filewrite.backup_path(os.path.join(directory, re.sub(r'[^A-Za-z0-9._-]', '_', name)))[:-len(filewrite.BACKUP_SUFFIX)]
         write_all(self.module, [(stem + '.Modelfile', None, show.get('modelfile') or ''),
                                 (stem + '.show.json', None, json.dumps(show, indent=1, sort_keys=True) + '\n')], False)
         return stem + '.Modelfile'

@@ -141,6 +141,7 @@ import uuid
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
@@ -289,7 +290,7 @@ def main():
         mode = params['mode']
         os.chmod(exporter.temp_file, int(mode, 8) if isinstance(mode, str) else int(mode))
         if os.path.exists(dest) and params['backup']:
-            result['backup_file'] = module.backup_local(dest)
+            result['backup_file'] = filewrite.backup_file(dest)
         os.rename(exporter.temp_file, dest)
         exporter.temp_file = None
         result.update(changed=True, size=os.path.getsize(dest), sha256=_sha256(dest))

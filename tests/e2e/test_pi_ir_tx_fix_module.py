@@ -33,7 +33,7 @@ def test_check_diff_write_and_idempotence(tmp_path):
     write = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_fix', {'root': root})
     assert write.returncode == 0 and 'CHANGED' in write.stdout, write.stdout + write.stderr
     assert (boot / 'config.txt').read_bytes() == CONFIG.replace(b'pwm-ir-tx,gpiopin=17,func=2', b'gpio-ir-tx,gpio_pin=17')
-    backups = [p for p in boot.iterdir() if p.name.endswith('~')]
+    backups = [p for p in boot.iterdir() if p.name.endswith('.bak')]
     assert len(backups) == 1 and backups[0].read_bytes() == CONFIG
 
     again = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_fix', {'root': root})

@@ -1,6 +1,7 @@
 """filewrite.write_all: all files or none. Failures are induced by a path that cannot be created and
-by a rename the kernel refuses (EROFS, as a read-only filesystem answers); the real read-only
-filesystem is in tests/e2e/test_ssh_fleet.py."""
+by a rename the kernel refuses (EROFS, as a read-only filesystem answers), and a filesystem without
+owners (ENOSYS/EPERM from chmod, as fusefat and vfat answer); the real read-only filesystem is in
+tests/e2e/test_ssh_fleet.py, the real FAT one in tests/e2e/test_pi_ir_tx_fat.py."""
 import errno
 import os
 
@@ -44,7 +45,7 @@ def test_every_file_replaced_backed_up_and_mode_kept(tmp_path):
                                              (str(tmp_path / 'c' / 'drop-in.conf'), None, 'new c\n')], True)
     assert (first.read_text(), second.read_text(), (tmp_path / 'c' / 'drop-in.conf').read_text()) == ('new a\n', 'new b\n', 'new c\n')
     assert oct(first.stat().st_mode & 0o777) == '0o600'
-    assert [open(b).read() for b in backups] == ['old a\n', 'old b\n'] and all(b.endswith('~') for b in backups)
+    assert [open(b).read() for b in backups] == ['old a\n', 'old b\n'] and all(b.endswith('.bak') and ':' not in os.path.basename(b) for b in backups)
     assert leftovers(tmp_path) == []
 
 
@@ -91,3 +92,71 @@ def test_a_file_that_cannot_be_put_back_is_named_with_its_backup(tmp_path, monke
     assert first.read_text() == 'new a\n'
     assert 'could NOT be put back; the backups are %s' % module.failed['backups'][0] in module.failed['msg']
     assert open(module.failed['backups'][0]).read() == 'old a\n'
+
+
+def test_backup_names_sort_by_time_and_never_collide(tmp_path):
+    path = tmp_path / 'config.txt'
+    path.write_text('x')
+    first = filewrite.backup_path(str(path), now=0)
+    assert os.path.basename(first) == 'config.txt.19700101T000000Z.bak'
+    open(first, 'w').close()
+    second = filewrite.backup_path(str(path), now=0)
+    assert os.path.basename(second) == 'config.txt.19700101T000000Z-2.bak'
+    later = filewrite.backup_path(str(path), now=86400)
+    assert sorted([later, first]) == [first, later]
+    for name in (first, second, later):
+        # FAT (vfat long names) refuses these; a Pi's /boot/firmware is FAT.
+        assert not set(os.path.basename(name)) & set('"*/:<>?\\|')
+
+
+def refuse_metadata(monkeypatch, errno_value, fstype):
+    """chmod and chown answer errno_value, on a filesystem of type fstype."""
+    def refused(*_args, **_kwargs):
+        raise OSError(errno_value, os.strerror(errno_value))
+    monkeypatch.setattr(os, 'chmod', refused)
+    monkeypatch.setattr(os, 'chown', refused)
+    monkeypatch.setattr(os, 'utime', refused)
+    monkeypatch.setattr(filewrite, 'filesystem_type', lambda _path: fstype)
+
+
+@pytest.mark.parametrize('errno_value', [errno.ENOSYS, errno.EPERM, errno.EOPNOTSUPP])
+def test_a_filesystem_without_owners_is_written_and_backed_up(tmp_path, monkeypatch, errno_value):
+    first, _second = files(tmp_path)
+    refuse_metadata(monkeypatch, errno_value, 'fuse.fusefat')
+    backups = filewrite.write_all(Module(), [(str(first), 'old a\n', 'new a\n')], True)
+    assert first.read_text() == 'new a\n' and [open(b).read() for b in backups] == ['old a\n']
+    assert leftovers(tmp_path) == []
+
+
+def test_a_refused_chmod_elsewhere_fails_and_leaves_no_staged_file(tmp_path, monkeypatch):
+    """On a filesystem that keeps modes, a mode that cannot be kept is a failure, not a silent change;
+    the staged file (created before the chmod) is removed too."""
+    first, _second = files(tmp_path)
+    refuse_metadata(monkeypatch, errno.EPERM, 'ext4')
+    module = Module()
+    with pytest.raises(Failed):
+        filewrite.write_all(module, [(str(first), 'old a\n', 'new a\n')], True)
+    assert first.read_text() == 'old a\n' and leftovers(tmp_path) == []
+    assert 'nothing was changed' in module.failed['msg']
+
+
+def test_a_failed_backup_leaves_no_partial_copy(tmp_path, monkeypatch):
+    first, _second = files(tmp_path)
+    fsync = os.fsync
+
+    def full_disk(fd):
+        if os.readlink('/proc/self/fd/%d' % fd).endswith('.bak'):
+            raise OSError(errno.ENOSPC, 'No space left on device')
+        return fsync(fd)
+    monkeypatch.setattr(os, 'fsync', full_disk)
+    module = Module()
+    with pytest.raises(Failed):
+        filewrite.write_all(module, [(str(first), 'old a\n', 'new a\n')], True)
+    assert module.failed['msg'].startswith('could not back up %s: No space left on device' % first)
+    assert first.read_text() == 'old a\n' and leftovers(tmp_path) == []
+    assert not [p for p in tmp_path.rglob('*.bak')]
+
+
+def test_filesystem_type_reads_the_longest_mount_point(tmp_path):
+    assert filewrite.filesystem_type('/proc/self') == 'proc'
+    assert filewrite.filesystem_type(str(tmp_path)) is not None
