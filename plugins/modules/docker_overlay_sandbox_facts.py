@@ -18,8 +18,14 @@ description:
     (C(<exec-root>/netns/<epoch>-<network id>), any epoch), and for each running container on it whether
     its interface on that network has a carrier, read inside the container's own network namespace
     (C(nsenter --net ip -o link); sysfs from outside would show the host's interfaces).
-  - C(affected) when a running container is cut off (no sandbox, no carrier, or with the probe no answer
-    to a ping), whatever the Engine version. C(at_risk) when tasks on this node failed during network
+  - The sandbox is looked for in the directory of each running container's sandbox key
+    (C(NetworkSettings.SandboxKey), C(<exec-root>/netns/<id>)), the daemon's own answer, wherever
+    C(--exec-root), C(/etc/docker/daemon.json) or a C(--config-file) put it. Only where that key is not
+    there as the audit sees it is the exec root assumed (setting C(exec_root), else as dockerd resolved
+    it at start from its flag, its config file, or its rootless or plain default), and a sandbox missing
+    where it was assumed is C(unknown), never C(affected).
+  - C(affected) when a running container is cut off (no sandbox where its sandbox key says, no carrier,
+    or with the probe no answer to a ping), whatever the Engine version. C(at_risk) when tasks on this node failed during network
     setup on an Engine in the affected range (29.0.0 and later, moby PR 50945), since each such failure
     takes one join too many off the network's count. Counts of C(Peer entry was not in db) warnings in
     the daemon's journal are evidence.
@@ -27,8 +33,8 @@ description:
     C(probe_max_containers)) to the network's load-balancer endpoint, or to another container on it.
   - Needs root (C(become=true)). Returns C(ansible_facts.postmortem.docker_overlay_sandbox); the same
     detection runs in M(homelab.postmortem.audit_facts).
-  - "Settings: C(socket) (default C(unix:///var/run/docker.sock)), C(exec_root) (default: from the dockerd
-    command line), C(api_timeout) (10), C(affected_from) (C(29.0.0)), C(fixed_in) (none),
+  - "Settings: C(socket) (default C(unix:///var/run/docker.sock)), C(exec_root) (used only where no sandbox
+    key shows the exec root; default: as dockerd resolves it), C(api_timeout) (10), C(affected_from) (C(29.0.0)), C(fixed_in) (none),
     C(journal_unit) (C(docker.service)), C(probe_max_containers) (20)."
 extends_documentation_fragment:
   - homelab.postmortem.detection
@@ -44,12 +50,11 @@ EXAMPLES = r'''
     probes: [overlay_ping]
   become: true
 
-- name: A second daemon on the same host
+- name: A second daemon on the same host (its exec root comes from its containers' sandbox keys)
   homelab.postmortem.docker_overlay_sandbox_facts:
     settings:
       docker_overlay_sandbox:
         socket: unix:///run/docker-b.sock
-        exec_root: /run/docker-b
   become: true
 '''
 
@@ -68,12 +73,15 @@ ansible_facts:
           description:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary),
               C(evidence), C(remediation), C(references)).
-            - C(evidence) has C(engine_version), C(in_affected_range), C(swarm), C(node_id), C(exec_root),
-              C(networks) (per network C(sandbox), C(local_containers), C(failed_network_setup_tasks)) and
-              C(peer_entry_warnings).
+            - C(evidence) has C(engine_version), C(in_affected_range), C(swarm), C(node_id), C(exec_root) and
+              C(exec_root_from) (the containers' sandbox keys, or the assumption), C(exec_root_assumed)
+              (C(exec_root), C(from), C(dockerd_pid), C(config_file), C(notes)), C(networks) (per network
+              C(netns_dir), C(netns_dir_confirmed), C(sandbox), C(local_containers),
+              C(failed_network_setup_tasks)) and C(peer_entry_warnings).
             - C(evidence.instances) has one entry per container on an overlay network (C(container),
-              C(network), C(interface), C(flags), C(carrier), C(sandbox), and with the probe C(ping)) and
-              one per network with failed starts on this node.
+              C(network), C(interface), C(flags), C(carrier), C(sandbox), C(netns_dir), C(netns_dir_from),
+              C(netns_dir_confirmed), C(sandbox_unknown) when it could not be looked for, and with the probe
+              C(ping)) and one per network with failed starts on this node.
           returned: always
           type: dict
           sample:

@@ -11,7 +11,20 @@ each daemon (no registry).
 ``dockerd`` is started through ``nsenter --net=/run/netns/X`` because ``ip
 netns exec`` remounts /sys and fails with "Devices cgroup isn't mounted" here.
 
-Usage from a shell: python3 docker_fleet.py up|down|status
+Where each daemon's exec root is set (``up(exec_root_in=...)``):
+
+- ``flag`` (the default): ``--exec-root`` on both command lines.
+- ``config``: in config files, the way most hosts set it. Node A reads dockerd's
+  default config file, /etc/docker/daemon.json, which the fleet writes (a file
+  that was there is put back by ``down()``); node B is started with
+  ``--config-file`` naming a file of its own that holds its exec root and its
+  socket (``"hosts"``), so neither is on its command line. Upstream refuses a key
+  that is both a flag and in the file, so node B must not read
+  /etc/docker/daemon.json: that is why it has a file of its own.
+
+``restart`` starts a daemon again with the command line it had.
+
+Usage from a shell: python3 docker_fleet.py up|up-config|down|status|broken|restart NODE
 """
 import json
 import os
@@ -29,6 +42,10 @@ BRIDGE = 'pmdockbr0'
 SUBNET = '10.231.77'
 IMAGE = 'local/pm-busybox:1'
 NETWORK = 'pmovs'
+# dockerd's default config file (v20.10.24 cmd/dockerd/daemon_unix.go:27-47).
+ETC_CONFIG = '/etc/docker/daemon.json'
+ETC_BACKUP = os.path.join(RUN, 'etc-docker-daemon.json.orig')
+ETC_OURS = os.path.join(RUN, 'etc-docker-daemon.json.ours')
 
 
 class Node:
@@ -41,6 +58,8 @@ class Node:
         self.data_root = os.path.join(BUILD, 'docker', name)
         self.pidfile = os.path.join(RUN, '%s.pid' % name)
         self.log = os.path.join(BUILD, 'docker', '%s.log' % name)
+        self.exec_root_in = 'flag'  # or 'default-config' (/etc/docker/daemon.json), 'config-file' (--config-file)
+        self.config_file = os.path.join(RUN, '%s-daemon.json' % name)
 
     @property
     def host(self):
@@ -62,15 +81,40 @@ class Node:
         except (OSError, ValueError):
             return None
 
-    def dockerd_argv(self):
-        return ['nsenter', '--net=/run/netns/%s' % self.netns, 'dockerd', '-H', self.host,
-                '--exec-root', self.exec_root, '--data-root', self.data_root, '--pidfile', self.pidfile,
-                '--storage-driver', 'vfs']
+    def nsenter(self):
+        return ['nsenter', '--net=/run/netns/%s' % self.netns]
 
-    def start(self):
+    def dockerd_argv(self):
+        where = {'flag': ['-H', self.host, '--exec-root', self.exec_root],
+                 'default-config': ['-H', self.host],
+                 'config-file': ['--config-file', self.config_file]}[self.exec_root_in]
+        return self.nsenter() + ['dockerd'] + where + ['--data-root', self.data_root, '--pidfile', self.pidfile,
+                                                       '--storage-driver', 'vfs']
+
+    def write_config(self):
+        if self.exec_root_in == 'default-config':
+            write_etc_config({'exec-root': self.exec_root, 'log-level': 'info'})
+        elif self.exec_root_in == 'config-file':
+            with open(self.config_file, 'w') as handle:
+                json.dump({'exec-root': self.exec_root, 'hosts': [self.host]}, handle)
+
+    def running_argv(self):
+        pid = self.pid()
+        if not pid:
+            return None
+        try:
+            with open('/proc/%d/cmdline' % pid, 'rb') as handle:
+                return self.nsenter() + [part.decode() for part in handle.read().split(b'\0') if part]
+        except OSError:
+            return None  # exited meanwhile
+
+    def start(self, argv=None):
+        """Start dockerd: with ``argv`` as it was (a restart), else as ``exec_root_in`` says."""
         os.makedirs(self.data_root, exist_ok=True)
+        if argv is None:
+            self.write_config()
         log = open(self.log, 'ab')
-        subprocess.Popen(self.dockerd_argv(), stdout=log, stderr=log, start_new_session=True)
+        subprocess.Popen(argv or self.dockerd_argv(), stdout=log, stderr=log, start_new_session=True)
         deadline = time.time() + 60
         while time.time() < deadline:
             if os.path.exists(self.socket) and subprocess.run(
@@ -91,11 +135,42 @@ class Node:
                 os.kill(pid, signal.SIGKILL)
 
     def restart(self):
+        argv = self.running_argv()
         self.stop()
-        self.start()
+        self.start(argv)
 
 
 NODES = [Node('a', 0), Node('b', 1)]
+
+
+def write_etc_config(data):
+    """Write dockerd's default config file; one that was there is kept aside for restore_etc_config()."""
+    text = json.dumps(data, indent=1) + '\n'
+    os.makedirs(RUN, exist_ok=True)
+    if os.path.exists(ETC_CONFIG) and not os.path.exists(ETC_BACKUP) and not _etc_config_is_ours():
+        shutil.copy2(ETC_CONFIG, ETC_BACKUP)
+    os.makedirs(os.path.dirname(ETC_CONFIG), exist_ok=True)
+    with open(ETC_OURS, 'w') as handle:
+        handle.write(text)
+    with open(ETC_CONFIG, 'w') as handle:
+        handle.write(text)
+
+
+def _etc_config_is_ours():
+    try:
+        with open(ETC_CONFIG) as current, open(ETC_OURS) as ours:
+            return current.read() == ours.read()
+    except OSError:
+        return False
+
+
+def restore_etc_config():
+    if _etc_config_is_ours():
+        os.unlink(ETC_CONFIG)
+    if os.path.exists(ETC_BACKUP):
+        shutil.move(ETC_BACKUP, ETC_CONFIG)
+    if os.path.exists(ETC_OURS):
+        os.unlink(ETC_OURS)
 
 
 def sh(*args, check=True):
@@ -131,11 +206,17 @@ def image_tar():
     return tar
 
 
-def up():
-    """Start both daemons, form the swarm, create the overlay network; idempotent."""
+def up(exec_root_in='flag'):
+    """Start both daemons, form the swarm, create the overlay network; idempotent for running daemons.
+
+    ``exec_root_in``: ``flag`` (--exec-root on both command lines) or ``config`` (node A in
+    /etc/docker/daemon.json, node B in a file named by --config-file).
+    """
+    modes = {'flag': ('flag', 'flag'), 'config': ('default-config', 'config-file')}[exec_root_in]
     os.makedirs(RUN, exist_ok=True)
     network_up()
-    for node in NODES:
+    for node, mode in zip(NODES, modes):
+        node.exec_root_in = mode
         if not node.pid():
             node.start()
         if IMAGE not in node.docker('images', '--format', '{{.Repository}}:{{.Tag}}'):
@@ -164,7 +245,8 @@ def run_container(node, name, *extra):
 
 
 def status():
-    return dict((n.name, {'pid': n.pid(), 'socket': n.socket, 'exec_root': n.exec_root}) for n in NODES)
+    return dict((n.name, {'pid': n.pid(), 'socket': n.socket, 'exec_root': n.exec_root, 'argv': n.running_argv()})
+                for n in NODES)
 
 
 def down():
@@ -183,6 +265,9 @@ def down():
                 subprocess.run(['umount', '-l', target], capture_output=True, check=False)
         shutil.rmtree(node.exec_root, ignore_errors=True)
         shutil.rmtree(node.data_root, ignore_errors=True)
+        if os.path.exists(node.config_file):
+            os.unlink(node.config_file)
+    restore_etc_config()
     subprocess.run(['ip', 'link', 'delete', BRIDGE], capture_output=True, check=False)
 
 
@@ -233,7 +318,8 @@ def by_name(name):
 
 if __name__ == '__main__':
     action = sys.argv[1] if len(sys.argv) > 1 else 'status'
-    actions = {'up': up, 'down': lambda: down() or {}, 'status': status, 'broken': broken,
+    actions = {'up': up, 'up-config': lambda: up('config'), 'down': lambda: down() or {}, 'status': status,
+               'broken': broken,
                # Restarts one node's dockerd, the way `systemctl restart docker` would.
                'restart': lambda: by_name(sys.argv[2]).restart() or status()}
     print(json.dumps(actions[action](), indent=1))

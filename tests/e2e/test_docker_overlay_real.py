@@ -6,7 +6,16 @@ in 20.10, so the broken states are induced for real instead: the sandbox side of
 veth taken down (the container sees NO-CARRIER), and a network's sandbox namespace removed.
 Task failures during network setup are real: a service publishing a host port that a container
 already holds.
+
+The healthy and broken cases run twice: with ``--exec-root`` on the daemons' command lines
+(``flag``), and with the exec roots only in config files (``config``: node A in
+/etc/docker/daemon.json, node B in a file named by ``--config-file``), where the sandboxes are not
+under the default /var/run/docker and nothing on the command line says so.
 """
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -21,10 +30,13 @@ pytestmark = pytest.mark.needs_root('dockerd, network namespaces and nsenter nee
 A, B = docker_fleet.NODES
 
 
+BOTH_WAYS = pytest.mark.parametrize('fleet', ['flag', 'config'], indirect=True)
+
+
 @pytest.fixture(scope='module')
-def fleet():
+def fleet(request):
     docker_fleet.down()
-    docker_fleet.up()
+    docker_fleet.up(exec_root_in=getattr(request, 'param', 'flag'))
     yield docker_fleet
     docker_fleet.down()
 
@@ -55,6 +67,15 @@ def by_container(finding, name):
     return found[0]
 
 
+def where_dockerd_read_it(node):
+    """How dockerd itself got its exec root in this fleet (docker_fleet.Node.dockerd_argv)."""
+    return {'flag': '--exec-root on the command line of dockerd pid %d' % node.pid(),
+            'default-config': '"exec-root" in /etc/docker/daemon.json (the default config file of dockerd pid %d)' % node.pid(),
+            'config-file': '"exec-root" in %s (--config-file of dockerd pid %d)' % (node.config_file, node.pid()),
+            }[node.exec_root_in]
+
+
+@BOTH_WAYS
 def test_healthy_nodes_are_ok_with_real_traffic(containers):
     containers(A, 'pm-c1')
     containers(B, 'pm-c2')
@@ -65,10 +86,51 @@ def test_healthy_nodes_are_ok_with_real_traffic(containers):
         assert item['evidence']['carrier'] is True
         assert item['evidence']['ping']['ok'] is True, item
         assert finding['evidence']['engine_version'].startswith('20.10')
-        assert finding['evidence']['exec_root'] == node.exec_root  # from the dockerd command line
+        # Where the daemon put the sandboxes, from its containers' sandbox keys ...
+        assert item['evidence']['netns_dir_confirmed'] is True
+        assert finding['evidence']['exec_root'] == node.exec_root
+        assert 'sandbox keys' in finding['evidence']['exec_root_from']
         assert finding['evidence']['networks'][0]['sandbox']
+        # ... and the same place read from dockerd's command line and config file, as dockerd read them.
+        assumed = finding['evidence']['exec_root_assumed']
+        assert (assumed['exec_root'], assumed['from'], assumed['notes']) == (node.exec_root, where_dockerd_read_it(node), [])
+        assert 'exec_root_note' not in finding['evidence']
+        # A wrong setting does not make a healthy node affected: the sandbox keys are the daemon's answer.
+        wrong = detect(node, exec_root='/var/run/docker')
+        assert wrong['status'] == 'ok', wrong
+        assert 'not at /var/run/docker (setting exec_root)' in wrong['evidence']['exec_root_note']
 
 
+# The detection run in a mount namespace of its own, where a tmpfs hides the daemon's netns directory.
+HIDDEN_RUN = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+ctx = AuditContext(settings=registry.validate_settings({'docker_overlay_sandbox': {'socket': sys.argv[2]}}))
+print(json.dumps(registry.run(ctx, registry.select(['docker_overlay_sandbox']))[0]['docker_overlay_sandbox']))
+'''
+
+
+@pytest.mark.parametrize('fleet', ['config'], indirect=True)
+def test_sandboxes_the_audit_cannot_see_are_unknown_not_affected(containers):
+    containers(A, 'pm-c1')
+    collections = os.path.abspath(os.path.join(os.path.dirname(registry.__file__), *(['..'] * 5)))
+    proc = subprocess.run(['unshare', '--mount', '--propagation', 'private', 'sh', '-c',
+                           'mount -t tmpfs pm-hidden "$1" && exec "$2" -c "$3" "$4" "$5"', 'sh',
+                           os.path.join(A.exec_root, 'netns'), sys.executable, HIDDEN_RUN, collections, A.host],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    finding = json.loads(proc.stdout)
+    item = by_container(finding, 'pm-c1')
+    assert finding['status'] == item['status'] == 'unknown', finding
+    assert item['evidence']['carrier'] is True and item['evidence']['netns_dir_confirmed'] is False
+    assert "sandbox could not be looked for" in item['summary'] and 'is not there as seen from here' in item['summary']
+    # The same node seen from the host's mount namespace.
+    assert detect(A)['status'] == 'ok'
+
+
+@BOTH_WAYS
 def test_no_carrier_is_affected_on_that_node_only(containers):
     containers(A, 'pm-c1')
     containers(A, 'pm-c3')
@@ -85,6 +147,7 @@ def test_no_carrier_is_affected_on_that_node_only(containers):
     assert detect(B)['status'] == 'ok'
 
 
+@BOTH_WAYS
 def test_a_removed_sandbox_is_affected(containers):
     containers(A, 'pm-c1')
     docker_fleet.remove_sandbox(A)
@@ -156,6 +219,7 @@ def test_bad_input_gives_clear_results(tmp_path, fleet):
     hung.close()
 
 
+@BOTH_WAYS
 def test_the_audit_playbook_reports_both_nodes(tmp_path, containers):
     containers(A, 'pm-c1')
     containers(B, 'pm-c2')

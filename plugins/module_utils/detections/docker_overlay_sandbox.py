@@ -12,6 +12,11 @@ The state is the failure: whatever the Engine version, a running container
 whose overlay interface has no carrier, or whose network's sandbox is gone, is
 cut off. Read-only: the Engine API over its socket, the sandbox files, and the
 interface flags read inside each container's own network namespace.
+
+Where the sandboxes are is the daemon's own answer: the directory of each
+running container's sandbox key. An exec root that is only assumed (the
+setting, dockerd's command line and config file, the default) never makes a
+container cut off: a sandbox missing there is unknown, not gone.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,6 +30,7 @@ import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
+from ansible_collections.homelab.postmortem.plugins.module_utils.docker import dockerd
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
@@ -55,7 +61,9 @@ SETTINGS = {
     'socket': {'type': 'str', 'default': 'unix:///var/run/docker.sock',
                'description': "The daemon's API socket (DOCKER_HOST form, unix only)."},
     'exec_root': {'type': 'str', 'default': None,
-                  'description': "The daemon's exec root; unset: --exec-root from the dockerd command line, else /var/run/docker."},
+                  'description': "The daemon's exec root, used only where a container's sandbox key does not show it "
+                                 "(NetworkSettings.SandboxKey is <exec-root>/netns/<id>); unset: as dockerd resolves it "
+                                 "(--exec-root, else \"exec-root\" in its config file, else its default)."},
     'api_timeout': {'type': 'int', 'default': 10, 'min': 1, 'max': 300,
                     'description': 'Seconds one Engine API request may take.'},
     'affected_from': {'type': 'version', 'default': '29.0.0',
@@ -70,7 +78,6 @@ SETTINGS = {
 
 _SELF = sys.modules[__name__]
 
-DEFAULT_EXEC_ROOT = '/var/run/docker'
 # Task errors of a start that failed during network setup: each may have taken a join off the count.
 NETWORK_SETUP_ERRORS = re.compile(r'endpoint join|failed to set up container networking|port is already allocated|'
                                   r'driver failed programming external connectivity|network sandbox join failed',
@@ -78,30 +85,6 @@ NETWORK_SETUP_ERRORS = re.compile(r'endpoint join|failed to set up container net
 PEER_WARNING = 'Peer entry was not in db'
 MAX_TASK_CONTAINERS = 200
 _LINK_RE = re.compile(r'^\d+:\s+(?P<name>[^:@\s]+)(?:@\S+)?:\s+<(?P<flags>[^>]*)>(?P<rest>.*)$')
-
-
-def _dockerd_exec_root(ctx, socket):
-    """--exec-root of the dockerd serving ``socket`` (the default socket when it names none)."""
-    processes, _problems = ctx.processes('dockerd', lambda name: name == 'dockerd')
-    for process in processes:
-        argv, hosts, exec_root = process.argv, [], None
-        for index, arg in enumerate(argv[1:], 1):
-            for flag in ('-H', '--host', '--exec-root'):
-                value = None
-                if arg == flag and index + 1 < len(argv):
-                    value = argv[index + 1]
-                elif arg.startswith(flag + '='):
-                    value = arg.split('=', 1)[1]
-                if value is not None:
-                    if flag == '--exec-root':
-                        exec_root = value
-                    else:
-                        hosts.append(value)
-        serves = [docker_api.socket_path(h) for h in hosts if h.startswith(('unix://', '/'))] or [docker_api.DEFAULT_SOCKET]
-        # /var/run is /run on most systems: compare where the paths lead.
-        if os.path.realpath(socket) in [os.path.realpath(s) for s in serves]:
-            return exec_root or DEFAULT_EXEC_ROOT, 'command line of dockerd pid %d' % process.pid
-    return DEFAULT_EXEC_ROOT, 'default'
 
 
 def sandbox_files(netns_dir, network_id):
@@ -220,10 +203,29 @@ def _peer_warnings(ctx, unit):
     return sum(1 for line in lines if PEER_WARNING in line), 'journal of %s (last 20000 lines)' % unit
 
 
-def _container_instance(ctx, api, network, cid, entry, sandbox, peers_ip, probe):
+def _sandbox_dir(detail, assumed):
+    """(netns dir, confirmed, where it comes from) for one container's sandboxes.
+
+    The daemon names every sandbox under one base path, <exec-root>/netns: the container's
+    (NetworkSettings.SandboxKey = sb.Key(): daemon/container_operations.go:1178 at v20.10.24, l.1151 at
+    docker-v29.0.0, l.1182 at v29.7.2) and the overlay network's (drivers/overlay/ov_network.go:752 of the
+    vendored libnetwork at v20.10.24, l.593 at 29.0.0, l.580 at 29.7.2); both are osl.GenerateKey, which is
+    basePath() + "/" + id (osl/namespace_linux.go:192 at v20.10.24, l.101 at 29.0.0, l.102 at 29.7.2). So
+    the directory of a sandbox key whose file is there is where the network's sandbox must be.
+    """
+    settings = detail.get('NetworkSettings') if isinstance(detail.get('NetworkSettings'), dict) else {}
+    key = settings.get('SandboxKey')
+    if isinstance(key, str) and key.startswith('/') and os.path.exists(key):
+        return os.path.dirname(key), True, 'the directory of its sandbox key %s' % key
+    why = ('its sandbox key %s is not there as seen from here' % key if isinstance(key, str) and key
+           else 'the daemon reports no sandbox key for it')
+    return assumed['netns_dir'], False, '%s; the exec root is assumed (%s)' % (why, assumed['from'])
+
+
+def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe):
     name = 'container %s on %s' % (entry.get('Name') or cid[:12], network['Name'])
     evidence = {'container': entry.get('Name'), 'id': cid[:12], 'network': network['Name'],
-                'ip': entry.get('IPv4Address'), 'mac': entry.get('MacAddress'), 'sandbox': sandbox or None}
+                'ip': entry.get('IPv4Address'), 'mac': entry.get('MacAddress')}
     try:
         detail = api.get(api.object_path('containers', cid) + '/json')
     except docker_api.DockerProblem as exc:
@@ -233,6 +235,9 @@ def _container_instance(ctx, api, network, cid, entry, sandbox, peers_ip, probe)
     if not state.get('Running') or not isinstance(state.get('Pid'), int) or state.get('Pid') <= 0:
         return instance(name, 'ok', '%s is %s; only running containers can be cut off.' % (name, state.get('Status')), evidence)
     evidence['restart_policy'] = ((detail.get('HostConfig') or {}).get('RestartPolicy') or {}).get('Name') or 'no'
+    netns_dir, confirmed, where = _sandbox_dir(detail, assumed)
+    sandbox = sandbox_files(netns_dir, network['Id'])
+    evidence.update(sandbox=sandbox or None, netns_dir=netns_dir, netns_dir_from=where, netns_dir_confirmed=confirmed)
     links, problem = read_links(ctx, state['Pid'])
     if links is None:
         return instance(name, 'ok', '%s exited while it was read (%s).' % (name, problem), evidence)
@@ -244,9 +249,16 @@ def _container_instance(ctx, api, network, cid, entry, sandbox, peers_ip, probe)
     if probe and peers_ip:
         evidence['ping'] = {'to': peers_ip}
         evidence['ping']['ok'], evidence['ping']['last_line'] = _ping(ctx, state['Pid'], peers_ip)
-    cut = []
-    if not sandbox:
+    cut, unsure = [], None
+    if sandbox is None:
+        unsure = '%s cannot be listed (%s)' % (netns_dir, where)
+    elif not sandbox and confirmed:
         cut.append("the network's sandbox is gone")
+    elif not sandbox:
+        # Only the daemon's own key says where sandboxes are; a miss where one was assumed proves nothing.
+        unsure = 'none in %s, and %s' % (netns_dir, where)
+    if unsure:
+        evidence['sandbox_unknown'] = unsure
     if not link:
         cut.append('no interface with its MAC %s' % entry.get('MacAddress'))
     elif not carrier:
@@ -258,15 +270,17 @@ def _container_instance(ctx, api, network, cid, entry, sandbox, peers_ip, probe)
     summary = '%s has its overlay interface %s with a carrier' % (name, link[0])
     if evidence.get('ping'):
         summary += ' and answered a ping to %s' % peers_ip
+    if unsure:
+        return instance(name, 'unknown', "%s, but its network's sandbox could not be looked for: %s." % (summary, unsure),
+                        evidence)
     return instance(name, 'ok', summary + '.', evidence)
 
 
-def _network_instances(ctx, api, network, netns_dir, failed, engine, budget):
+def _network_instances(ctx, api, network, assumed, failed, engine, budget):
     detail = api.get(api.object_path('networks', network['Id']))
     containers = detail.get('Containers') if isinstance(detail, dict) and isinstance(detail.get('Containers'), dict) else {}
     local = dict((cid, e) for cid, e in containers.items() if not cid.startswith('lb-') and isinstance(e, dict))
     lb = [e for cid, e in containers.items() if cid.startswith('lb-') and isinstance(e, dict)]
-    sandbox = sandbox_files(netns_dir, network['Id'])
     found = []
     for cid, entry in sorted(local.items(), key=lambda item: str(item[1].get('Name'))):
         peer = (lb[0].get('IPv4Address') if lb else None) or next(
@@ -274,7 +288,10 @@ def _network_instances(ctx, api, network, netns_dir, failed, engine, budget):
         probe = 'overlay_ping' in ctx.probes and budget[0] > 0
         if probe:
             budget[0] -= 1
-        found.append(_container_instance(ctx, api, network, cid, entry, sandbox, (peer or '').split('/')[0] or None, probe))
+        found.append(_container_instance(ctx, api, network, cid, entry, assumed, (peer or '').split('/')[0] or None, probe))
+    confirmed = [i['evidence']['netns_dir'] for i in found if i['evidence'].get('netns_dir_confirmed')]
+    netns_dir = confirmed[0] if confirmed else assumed['netns_dir']
+    sandbox = sandbox_files(netns_dir, network['Id'])
     failures = failed.get(network['Id'], [])
     if failures:
         name = 'failed starts on %s' % network['Name']
@@ -290,7 +307,34 @@ def _network_instances(ctx, api, network, netns_dir, failed, engine, budget):
                                   % (len(failures), network['Name'], engine['engine_version'], engine['affected_range']),
                                   evidence))
     return found, {'network': network['Name'], 'id': network['Id'], 'local_containers': len(local),
+                   'netns_dir': netns_dir, 'netns_dir_confirmed': bool(confirmed),
                    'sandbox': sandbox, 'failed_network_setup_tasks': len(failures)}
+
+
+def _assumed_exec_root(ctx, settings, socket):
+    """Where the exec root is taken to be when no sandbox key shows it: the setting, else as dockerd resolved it."""
+    if settings.get('exec_root'):
+        assumed = {'exec_root': settings['exec_root'], 'from': 'setting exec_root', 'notes': []}
+    else:
+        found = dockerd.exec_root_for_socket(ctx, socket)
+        assumed = dict((k, found[k]) for k in ('exec_root', 'from', 'config_file', 'dockerd_pid', 'notes'))
+    assumed['netns_dir'] = os.path.join(assumed['exec_root'], 'netns')
+    return assumed
+
+
+def _exec_root_evidence(evidence, assumed, per_network):
+    confirmed = [n['netns_dir'] for n in per_network if n['netns_dir_confirmed']]
+    evidence['exec_root_assumed'] = dict((k, v) for k, v in assumed.items() if k != 'netns_dir')
+    if confirmed:
+        evidence.update(exec_root=os.path.dirname(confirmed[0]), netns_dir=confirmed[0],
+                        exec_root_from="the running containers' sandbox keys (NetworkSettings.SandboxKey)")
+        if os.path.realpath(confirmed[0]) != os.path.realpath(assumed['netns_dir']):
+            evidence['exec_root_note'] = ('the sandbox keys put the exec root at %s, not at %s (%s); the keys are '
+                                          "the daemon's own answer" % (evidence['exec_root'], assumed['exec_root'],
+                                                                       assumed['from']))
+    else:
+        evidence.update(exec_root=assumed['exec_root'], netns_dir=assumed['netns_dir'],
+                        exec_root_from='%s; no running container showed it by its sandbox key' % assumed['from'])
 
 
 def detect(ctx):
@@ -300,14 +344,12 @@ def detect(ctx):
         return make_finding(_SELF, 'not_applicable', 'No Docker daemon socket at %s.' % path)
     api = docker_api.DockerApi(path, settings['api_timeout'])
     engine = _engine(api, settings)
-    exec_root, exec_root_from = ((settings['exec_root'], 'setting exec_root') if settings.get('exec_root')
-                                 else _dockerd_exec_root(ctx, path))
-    netns_dir = os.path.join(exec_root, 'netns')
+    assumed = _assumed_exec_root(ctx, settings, path)
     networks = api.get('/networks', {'filters': json.dumps({'driver': ['overlay']})}) or []
     networks = [n for n in networks if isinstance(n, dict) and isinstance(n.get('Id'), str) and not n.get('Ingress')]
-    evidence = dict(engine, socket=path, exec_root=exec_root, exec_root_from=exec_root_from, netns_dir=netns_dir,
-                    probe='overlay_ping' in ctx.probes)
+    evidence = dict(engine, socket=path, probe='overlay_ping' in ctx.probes)
     if not networks:
+        _exec_root_evidence(evidence, assumed, [])
         return make_finding(_SELF, 'not_applicable', 'No overlay network on this daemon (swarm %s).' % engine['swarm'],
                             evidence=evidence)
     failed = _failed_setup_tasks(api, engine) if engine['swarm'] == 'active' else {}
@@ -315,20 +357,26 @@ def detect(ctx):
     instances, per_network = [], []
     budget = [settings['probe_max_containers']]
     for network in sorted(networks, key=lambda n: str(n.get('Name'))):
-        found, summary = _network_instances(ctx, api, network, netns_dir, failed, engine, budget)
+        found, summary = _network_instances(ctx, api, network, assumed, failed, engine, budget)
         instances.extend(found)
         per_network.append(summary)
     evidence['networks'] = per_network
+    _exec_root_evidence(evidence, assumed, per_network)
     if not instances:
         return make_finding(_SELF, 'not_applicable', 'No container on this node is attached to an overlay network.',
                             evidence=evidence)
     cut = [i for i in instances if i['status'] == 'affected']
     risky = [i for i in instances if i['status'] == 'at_risk']
+    unsure = [i for i in instances if i['status'] == 'unknown']
     if cut:
         summary = '%d running container(s) cut off their overlay network (%s); docker ps still says running.' % (
             len(cut), ', '.join(i['evidence']['container'] or i['evidence']['id'] for i in cut))
     elif risky:
         summary = risky[0]['summary']
+    elif unsure:
+        summary = "%d running container(s) whose network's sandbox could not be looked for (%s): %s." % (
+            len(unsure), ', '.join(i['evidence']['container'] or i['evidence']['id'] for i in unsure),
+            unsure[0]['evidence']['sandbox_unknown'])
     else:
         summary = 'Every running container on %d overlay network(s) has its sandbox and a carrier.' % len(per_network)
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)
