@@ -14,8 +14,11 @@ short_description: Write a copy of a PEFT LoRA adapter that every vLLM serves at
 version_added: 0.2.0
 description:
   - Reads a PEFT adapter (C(adapter_config.json), C(adapter_model.safetensors)) and computes each module's
-    trained scale with the pattern rule of the PEFT version that saved it (C(peft_version) in the config;
-    the newest rule when it is not recorded).
+    trained scale with the pattern rule of the PEFT version that saved it - C(peft_version) in the config
+    (PEFT 0.18.0 and later write it), else the releases the config's fields allow (C(exclude_modules) from
+    0.14.0, C(corda_config) from 0.15.0, C(target_parameters) from 0.17.0, and every other field of each
+    release's C(LoraConfig)). When those releases would have trained a module at different scales the task
+    fails and names them; I(peft_version) then says which PEFT trained the adapter.
   - Writes a new adapter directory I(dest) (the original is never modified) where each module's C(lora_B)
     is multiplied by trained scale / base scale (base = C(lora_alpha / r), or C(/ sqrt(r)) with rsLoRA),
     the ranks the tensors need stay in C(rank_pattern) under each module's full name, and C(alpha_pattern)
@@ -44,6 +47,12 @@ options:
     description: Modules listed in C(factors).
     type: int
     default: 20
+  peft_version:
+    description:
+      - The PEFT version that trained the adapter, for an adapter whose config does not tell it and whose
+        patterns give different scales under the PEFT releases it allows (for example C(0.13.2)).
+      - Overrides C(peft_version) in the config.
+    type: str
 attributes:
   check_mode:
     support: full
@@ -97,7 +106,10 @@ base_scale:
   returned: always
   type: float
 peft_rule:
-  description: The PEFT version whose pattern rule decided the trained scales, and whether the adapter recorded it.
+  description:
+    - The PEFT releases whose pattern rules decided the trained scales (C(versions), one per rule), the range
+      of releases that can have saved the adapter (C(range)) and why (C(why)), and whether the adapter
+      recorded its PEFT version (C(recorded)).
   returned: always
   type: dict
 backup:
@@ -111,6 +123,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import fold
@@ -123,22 +136,30 @@ def main():
             src=dict(type='path', required=True),
             dest=dict(type='path', required=True),
             max_listed=dict(type='int', default=20),
+            peft_version=dict(type='str'),
         ),
         supports_check_mode=True,
     )
     src, dest = module.params['src'], module.params['dest']
     if os.path.realpath(src) == os.path.realpath(dest):
         module.fail_json(msg='dest must not be src: the original adapter is never modified')
+    peft_version = None
+    if module.params['peft_version']:
+        peft_version = hostio.version_tuple(module.params['peft_version'])
+        if peft_version is None:
+            module.fail_json(msg='peft_version %r is not a version number' % module.params['peft_version'])
     try:
         adapter = vllm_adapters.load(src)
-        planned = fold.plan(adapter)
+        planned = fold.plan(adapter, peft_version)
     except HostInputError as exc:
         module.fail_json(msg='%s; nothing was written' % exc)
     scaled = [(m, f) for m, f in sorted(planned.factors.items()) if abs(f - 1) > fold.TOLERANCE]
     result = dict(
         dest=dest, modules=len(planned.factors), modules_scaled=len(scaled), base_scale=planned.base_scale,
         factors=[{'module': m, 'factor': round(f, 8)} for m, f in scaled[:module.params['max_listed']]],
-        peft_rule={'version': lora_scale.dotted(adapter.peft_version), 'recorded': adapter.peft_version_recorded},
+        peft_rule={'versions': [lora_scale.dotted(v) for v in ([peft_version] if peft_version else adapter.candidates)],
+                   'range': adapter.peft_range.text(), 'why': adapter.peft_range.why,
+                   'recorded': adapter.peft_version_recorded},
     )
     if fold.up_to_date(dest, planned.fingerprint):
         module.exit_json(changed=False, msg='%s is already the fold of %s' % (dest, src), **result)

@@ -17,13 +17,18 @@ description:
     C(max_adapters) adapters, the rest counted) and the C(--lora-modules) of running vLLM servers for PEFT
     adapters (C(adapter_config.json), C(adapter_model.safetensors); only the safetensors header is read).
   - For each module, the trained scale follows the C(rank_pattern)/C(alpha_pattern) rule of the PEFT that
-    saved the adapter (C(peft_version) in the config; the newest rule when it is not recorded, and the
-    evidence says so), and the served scale follows the vLLM on this host (found next to the Python of each
-    running vLLM process, or under setting C(vllm_prefixes)). vLLM before 0.32.0 applies one scale to every
-    module; 0.32.0 and later honour the patterns.
-  - C(affected) when a module's factor (served / trained) is not 1 under the installed vLLM; C(at_risk) when
-    no vLLM is found and vLLM before 0.32.0 would serve it wrong, or when the vLLM refuses the adapter
-    (rsLoRA on 0.6.5 and 0.6.6); C(ok) when patterns keep every scale equal.
+    saved the adapter - C(peft_version) in the config (PEFT 0.18.0 and later), else every PEFT release the
+    config's fields allow (C(exclude_modules) from 0.14.0, C(corda_config) from 0.15.0, C(target_parameters)
+    from 0.17.0 and the other fields of each release), narrowed by the module ranks in the weights - and the
+    served scale follows the vLLM on this host (found next to the Python of each running vLLM process, or
+    under setting C(vllm_prefixes)). vLLM before 0.32.0 applies one scale to every module (0.28.0 and 0.29.0
+    pack rsLoRA MoE experts at C(lora_alpha / r)); 0.32.0 and later honour the patterns, matching fused MoE
+    experts (C(target_parameters)) as C(experts.gate_up_proj) and C(experts.down_proj) as PEFT does.
+  - C(affected) when a module's factor (served / trained) is not 1 under the installed vLLM and every possible
+    PEFT release; C(at_risk) when it depends on which PEFT saved the adapter, when no vLLM is found and vLLM
+    before 0.32.0 would serve it wrong, or when the vLLM refuses the adapter (DoRA, C(modules_to_save), a pattern
+    rank above C(--max-lora-rank), PiSSA-style C(init_lora_weights) and the other refusals of 0.32.0 and later,
+    rsLoRA on 0.6.5 and 0.6.6); C(ok) when patterns keep every scale equal.
   - "Settings: C(adapter_paths), C(vllm_prefixes), C(max_adapters), C(max_modules_listed)."
   - No probe, so nothing is sent to a server.
   - Returns C(ansible_facts.postmortem.vllm_lora_patterns); the same detection runs in M(homelab.postmortem.audit_facts).
@@ -59,10 +64,12 @@ ansible_facts:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary),
               C(evidence), C(remediation), C(references)).
             - Each adapter instance's evidence holds C(path), C(used_by) (pids), C(r), C(lora_alpha),
-              C(use_rslora), C(rank_pattern_keys), C(alpha_pattern_keys), C(modules), C(peft_version),
-              C(peft_rule), and C(judged), one entry per vLLM version found with C(modules_off), C(factors)
-              (factor -> module count), C(refused), C(rank_mismatch) and C(modules_listed) (module, rank,
-              trained_scale, served_scale, factor).
+              C(use_rslora), C(rank_pattern_keys), C(alpha_pattern_keys), C(target_parameters), C(modules),
+              C(peft_version), C(peft_range), C(peft_range_why), C(peft_rules), C(rank_problem), and C(judged),
+              one entry per vLLM version found with C(max_lora_rank), C(modules_off),
+              C(modules_depending_on_peft), C(factors) (factor -> module count), C(refused) and
+              C(modules_listed) (module, tensor_rank, served_scale, off, and rank, trained_scale, factor or
+              C(by_peft) per PEFT release).
           returned: always
           type: dict
           sample:

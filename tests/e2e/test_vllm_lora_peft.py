@@ -54,11 +54,11 @@ def oracle_runs(tmp_path_factory):
 def test_our_scales_are_peft_s_and_the_fold_is_equivalent_under_peft(oracle_runs, case):
     run = oracle_runs[case]
     adapter = adapters.load(run['path'])
-    assert adapter.peft_version_recorded and adapter.peft_version >= (0, 21, 2)
+    assert adapter.peft_version_recorded and adapter.peft_range.first >= (0, 21, 2)
     expected = run['built']['scalings']
     assert sorted(expected) == sorted(adapter.modules)
     for module, (rank, scaling) in expected.items():
-        ours = lora_scale.peft_scale(adapter.config, module, adapter.peft_version)
+        ours = lora_scale.peft_scale(adapter.config, module, adapter.peft_range.first)
         assert ours[0] == rank and ours[1] == pytest.approx(scaling), (module, ours, (rank, scaling))
     assert run['folded']['output'] == pytest.approx(run['built']['output'], abs=1e-5, rel=1e-5)
     base = 16 / (math.sqrt(8) if CASES[case].get('use_rslora') else 8)

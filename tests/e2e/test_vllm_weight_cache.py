@@ -67,10 +67,17 @@ def fleet(tmp_path):
     script.write_text('import time\ntime.sleep(600)\n')
     started = []
 
+    # The daemon creates its socket directory, gettempdir()/vllm_weight_cache_<uid> (protocol.py
+    # ensure_private_socket_dir); the stand-ins share a TMPDIR where it exists, as a real daemon leaves it.
+    (tmp_path / 'tmp' / ('vllm_weight_cache_%d' % os.getuid())).mkdir(parents=True)
+    (tmp_path / 'wc').mkdir()
+
     def start(*args, module=None):
         # -m runs a sleeper saved under the daemon module's name (tmp_path/mods), so the command line is vLLM's.
         head = [str(prefix / 'bin' / 'python3')] + (['-m', module] if module else [str(script)])
-        proc = subprocess.Popen(head + list(args), cwd=str(tmp_path), env=dict(os.environ, PYTHONPATH=str(tmp_path / 'mods')))
+        env = dict(os.environ, PYTHONPATH=str(tmp_path / 'mods'), TMPDIR=str(tmp_path / 'tmp'))
+        env.pop('CUDA_VISIBLE_DEVICES', None)
+        proc = subprocess.Popen(head + list(args), cwd=str(tmp_path), env=env)
         started.append(proc)
         return proc
 
@@ -126,8 +133,8 @@ def test_a_fine_tune_with_the_same_layout_is_served_the_base_weights(tmp_path, f
     hit = engine_instance(finding, victim.pid)
     assert hit and hit[0]['status'] == 'affected', finding
     evidence = hit[0]['evidence']
-    assert evidence['daemon']['pid'] == daemon.pid and evidence['daemon']['model'] == base
-    assert evidence['engine']['header_fingerprint'] == evidence['daemon']['header_fingerprint'] == vllm_algorithm(base)
+    assert evidence['daemon_pid'] == daemon.pid and evidence['daemon_model'] == base
+    assert evidence['engine']['header_fingerprint'] == evidence['daemon_header_fingerprint'] == vllm_algorithm(base)
     assert evidence['engine']['vllm_version'] == '0.33.0'
     assert evidence['tensors_compared'] == 4 and evidence['tensors_differing'] == 4
     assert evidence['differing'][0] == 'model-00001-of-00002.safetensors/model.layers.0.mlp.weight'
@@ -135,10 +142,12 @@ def test_a_fine_tune_with_the_same_layout_is_served_the_base_weights(tmp_path, f
 
     assert engine_instance(finding, same.pid)[0]['status'] == 'ok'
     assert 'same checkpoint content' in engine_instance(finding, same.pid)[0]['summary']
+    # float16 against auto with a bfloat16 config.json: the same key on a GPU without bfloat16 (vLLM's
+    # _resolve_auto_dtype falls back to float16 there), another one from compute capability 8.0.
     dtype = engine_instance(finding, other_dtype.pid)[0]
-    assert dtype['status'] == 'ok' and 'dtype' in dtype['summary'] and 'loads from disk' in dtype['summary']
+    assert dtype['status'] == 'at_risk' and 'dtype cannot be compared' in dtype['summary'], dtype
     layout = engine_instance(finding, other_layout.pid)[0]
-    assert layout['status'] == 'ok' and 'checkpoint' in layout['summary']
+    assert layout['status'] == 'ok' and 'checkpoint differs' in layout['summary']
     assert from_disk.pid not in finding['evidence']['ipc_cache_engines']
     assert finding['status'] == 'affected'
 
@@ -146,6 +155,20 @@ def test_a_fine_tune_with_the_same_layout_is_served_the_base_weights(tmp_path, f
     assert full['status'] == 'affected' and full['evidence']['content_check'] == 'full'
     off = engine_instance(audit(tmp_path, content_check='off'), victim.pid)[0]
     assert off['status'] == 'at_risk' and 'not compared' in off['summary']
+
+
+def test_an_engine_with_the_daemons_socket_dir_in_its_loader_config(tmp_path, fleet):
+    # vllm serve has no socket option; ipc_loader.py reads socket_dir from --model-loader-extra-config.
+    base = write_checkpoint(str(tmp_path / 'base'), 1)
+    tuned = write_checkpoint(str(tmp_path / 'tuned'), 2)
+    fleet('preload', '--model', base, '--weight-cache-socket-dir', str(tmp_path / 'wc'))
+    mapped = fleet('serve', tuned, '--load-format', 'ipc_cache', '--model-loader-extra-config',
+                   json.dumps({'socket_dir': str(tmp_path / 'wc')}))
+    default = fleet('serve', tuned, '--load-format', 'ipc_cache')
+    finding = audit(tmp_path)
+    assert engine_instance(finding, mapped.pid)[0]['status'] == 'affected', finding
+    missed = engine_instance(finding, default.pid)[0]
+    assert missed['status'] == 'ok' and 'socket_dir differs' in missed['summary'], missed
 
 
 def test_the_0_30_daemon_module_and_bad_checkpoints(tmp_path, fleet):

@@ -79,24 +79,60 @@ def _lora_modules(process):
 
 
 def _installs(ctx, settings, processes):
-    """[(version tuple, version text, where)] of the vLLM on this host."""
+    """[(version tuple, version text, where, pids)] of the vLLM on this host."""
     found = []
     for entry in processes:
         text, where = vllm_install.version_of(ctx, entry.process)
         if text:
-            found.append((hostio.version_tuple(text), text, 'pid %d (%s)' % (entry.pid, where)))
+            found.append((hostio.version_tuple(text), text, 'pid %d (%s)' % (entry.pid, where), [entry.pid]))
     for prefix in settings['vllm_prefixes']:
         text, where = vllm_install.version_in(ctx, prefix)
         if text:
-            found.append((hostio.version_tuple(text), text, where))
+            found.append((hostio.version_tuple(text), text, where, []))
     unique = {}
-    for version, text, where in found:
+    for version, text, where, pids in found:
         if version is not None:
-            unique.setdefault(text, (version, text, where))
+            unique.setdefault(text, (version, text, where, []))[3].extend(pids)
     return sorted(unique.values())
 
 
-def _adapter_instance(path, installs, listed, used_by):
+def _max_lora_rank(process):
+    """The engine's --max-lora-rank (vllm/config/lora.py default 16), or None when it is not a number."""
+    value = process.value('--max-lora-rank', str(lora_scale.VLLM_DEFAULT_MAX_LORA_RANK))
+    return int(value) if value.isdigit() and len(value) < 7 else None
+
+
+def _judge_one(adapter, version, text, where, max_lora_rank, listed):
+    """(status, summary line, evidence) for one vLLM version."""
+    name = 'adapter %s' % adapter.path
+    rows, refusals = vllm_adapters.judge(adapter, version, max_lora_rank)
+    all_off = [row for row in rows if row['off'] == 'all']
+    some_off = [row for row in rows if row['off'] == 'some']
+    factors = {}
+    for row in all_off:
+        for factor in sorted(set(str(r['factor']) for r in row.get('by_peft') or [row])):
+            factors[factor] = factors.get(factor, 0) + 1
+    evidence = {'vllm_version': text or 'none found (judged as %s)' % lora_scale.dotted(version), 'where': where,
+                'max_lora_rank': max_lora_rank, 'modules_off': len(all_off), 'modules_depending_on_peft': len(some_off),
+                'factors': factors, 'refused': refusals,
+                'modules_listed': (all_off + some_off or rows)[:listed]}
+    served_by = 'vLLM %s' % text if text else 'vLLM before 0.32.0 (none found here)'
+    if refusals:
+        return 'at_risk', '%s: vLLM %s refuses it: %s.' % (name, text or lora_scale.dotted(version),
+                                                           '; '.join(refusals)), evidence
+    if all_off:
+        status = 'affected' if text else 'at_risk'
+        return status, ('%s: %s serves %d of %d modules at another scale than trained (factor %s).'
+                        % (name, served_by, len(all_off), len(rows), ', '.join(sorted(factors)))), evidence
+    if some_off:
+        return 'at_risk', ('%s: whether %s serves %d of %d modules at their trained scale depends on the PEFT that '
+                           'saved it (PEFT %s possible: %s), and their rules give these modules different scales.'
+                           % (name, served_by, len(some_off), len(rows), adapter.peft_range.text(),
+                              adapter.peft_range.why)), evidence
+    return 'ok', '%s: every module is served at its trained scale.' % name, evidence
+
+
+def _adapter_instance(path, installs, listed, used_by, max_ranks):
     name = 'adapter %s' % path
     try:
         adapter = vllm_adapters.load(path)
@@ -106,47 +142,27 @@ def _adapter_instance(path, installs, listed, used_by):
     evidence = {
         'path': path, 'used_by': used_by, 'r': config.r, 'lora_alpha': config.alpha, 'use_rslora': config.use_rslora,
         'rank_pattern_keys': len(config.rank_pattern), 'alpha_pattern_keys': len(config.alpha_pattern),
-        'modules': len(adapter.modules),
-        'peft_version': lora_scale.dotted(adapter.peft_version) if adapter.peft_version_recorded else None,
-        'peft_rule': _rule_name(adapter.peft_version),
+        'target_parameters': list(config.target_parameters), 'modules': len(adapter.modules),
+        'peft_version': lora_scale.dotted(adapter.peft_range.first) if adapter.peft_version_recorded else None,
+        'peft_range': adapter.peft_range.text(), 'peft_range_why': adapter.peft_range.why,
+        'peft_rules': [rule_name(v) for v in adapter.candidates],
     }
-    if not adapter.peft_version_recorded:
-        evidence['note'] = ('adapter_config.json does not record the PEFT that saved it; the rule of PEFT %s (the '
-                            'newest) decides the trained scales' % lora_scale.dotted(vllm_adapters.CURRENT_PEFT))
-    judged = installs or [(WITHOUT_VLLM, None, None)]
+    if adapter.rank_problem:
+        evidence['rank_problem'] = adapter.rank_problem
+    judged = installs or [(WITHOUT_VLLM, None, None, [])]
     worst, summary, per_version = 'ok', None, []
-    for version, text, where in judged:
-        rows, refused = vllm_adapters.judge(adapter, version)
-        off = [row for row in rows if vllm_adapters.off(row)]
-        mismatched = [row['module'] for row in rows if row['tensor_rank'] not in (None, row['rank'])]
-        factors = {}
-        for row in off:
-            factors[str(row['factor'])] = factors.get(str(row['factor']), 0) + 1
-        per_version.append({'vllm_version': text or 'none found (judged as %s)' % lora_scale.dotted(version),
-                            'where': where, 'modules_off': len(off), 'factors': factors, 'refused': refused,
-                            'rank_mismatch': mismatched[:listed], 'modules_listed': (off or rows)[:listed]})
-        if refused:
-            status, line = 'at_risk', '%s: %s.' % (name, refused)
-        elif off and text:
-            status, line = 'affected', ('%s: vLLM %s serves %d of %d modules at another scale than trained (factor %s).'
-                                        % (name, text, len(off), len(rows), ', '.join(sorted(factors))))
-        elif off:
-            status, line = 'at_risk', ('%s: no vLLM found; vLLM before 0.32.0 would serve %d of %d modules at another '
-                                       'scale (factor %s).' % (name, len(off), len(rows), ', '.join(sorted(factors))))
-        else:
-            status, line = 'ok', '%s: every module is served at its trained scale.' % name
+    for version, text, where, pids in judged:
+        ranks = [max_ranks[p] for p in pids if p in used_by and max_ranks.get(p) is not None]
+        status, line, details = _judge_one(adapter, version, text, where, min(ranks) if ranks else None, listed)
+        per_version.append(details)
         if STATUS_RANK[status] > STATUS_RANK[worst] or summary is None:
             worst, summary = status, line
     evidence['judged'] = per_version
     return instance(name, worst, summary, evidence)
 
 
-def _rule_name(version):
-    if version < lora_scale.SEPARATE_LOOKUP_SINCE:
-        return 'PEFT 0.6-0.13: one lookup over rank then alpha keys, .*\\.<key>$'
-    if version < lora_scale.OPTIONAL_PREFIX_SINCE:
-        return 'PEFT 0.14: separate lookups, .*\\.<key>$'
-    return 'PEFT 0.15+: separate lookups, (.*\\.)?(<key>)$'
+def rule_name(version):
+    return lora_scale.rule_name(version) + ('' if version >= lora_scale.RSLORA_SINCE else ', no rsLoRA')
 
 
 def detect(ctx):
@@ -167,7 +183,7 @@ def detect(ctx):
             real = path
         if real not in paths:
             paths.append(real)
-    evidence = {'vllm_processes': len(processes), 'vllm_installs': [{'version': t, 'where': w} for _v, t, w in installs],
+    evidence = {'vllm_processes': len(processes), 'vllm_installs': [{'version': t, 'where': w} for _v, t, w, _p in installs],
                 'adapter_paths': roots, 'adapters_skipped': skipped}
     if problems:
         evidence['proc_problems'] = problems[:20]
@@ -175,8 +191,10 @@ def detect(ctx):
         return make_finding(_SELF, 'not_applicable', 'No PEFT adapter found (setting adapter_paths, --lora-modules).',
                             evidence=evidence)
     instances = [instance('adapter path', 'error', 'Cannot read %s.' % p, {}) for p in walk_problems[:20]]
+    max_ranks = dict((entry.pid, _max_lora_rank(entry)) for entry in processes)
     for path in paths:
-        instances.append(_adapter_instance(path, installs, settings['max_modules_listed'], used_by.get(path, [])))
+        instances.append(_adapter_instance(path, installs, settings['max_modules_listed'], used_by.get(path, []),
+                                           max_ranks))
     if skipped:
         evidence['note'] = 'stopped after %d adapters (setting max_adapters); %d more were not read' % (
             settings['max_adapters'], skipped)

@@ -24,6 +24,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import checkpoint as vllm_checkpoint
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import install as vllm_install
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import safetensors
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
 
 ID = 'vllm_weight_cache'
 GROUP = 'vllm'
@@ -31,9 +32,13 @@ APPLIES = {'image': False, 'binary': None, 'root': None}
 TITLE = "vLLM's weight cache serves an engine the weights of another checkpoint"
 REFERENCES = [
     'vllm/model_executor/model_loader/weight_cache/protocol.py hash_checkpoint and WeightCacheKey '
-    '(PyPI 0.30.0 to 0.33.0: basename + safetensors header per shard, no weight bytes)',
-    'vllm/model_executor/model_loader/weight_cache/ipc_loader.py: "Mapped %d tensors from the weight cache daemon"',
-    'vllm/entrypoints/cli/preload.py (vllm preload, from 0.31.0)',
+    '(PyPI 0.30.0 to 0.33.0: basename + safetensors header per shard, no weight bytes; the key\'s fields grow '
+    'in 0.31.0, 0.32.0 and 0.33.0), get_socket_dir and get_socket_path',
+    'vllm/model_executor/model_loader/weight_cache/ipc_loader.py: socket_path and socket_dir from '
+    '--model-loader-extra-config, "Mapped %d tensors from the weight cache daemon", "Weight cache unusable (%s); '
+    'falling back to disk loading"',
+    'vllm/entrypoints/cli/preload.py (vllm preload and --weight-cache-socket-dir, from 0.31.0), '
+    'weight_cache/daemon.py (0.30.0 daemon module)',
 ]
 REMEDIATION = make_remediation(
     manual=[
@@ -54,16 +59,12 @@ SETTINGS = {
     'max_listed': {'type': 'int', 'default': 10, 'min': 1, 'max': 1000,
                    'description': 'Differing tensors listed in the evidence.'},
     'journal_lines': {'type': 'int', 'default': 20000, 'min': 0, 'max': 1000000,
-                      'description': 'Lines of the engine unit\'s journal searched for the "Mapped N tensors" line '
-                                     '(0: do not read the journal).'},
+                      'description': 'Lines of the engine unit\'s journal searched for its last weight cache line '
+                                     '("Mapped N tensors" or "falling back to disk loading"; 0: do not read the '
+                                     'journal).'},
 }
 
 _SELF = sys.modules[__name__]
-MAPPED_LINE = 'tensors from the weight cache daemon'
-DTYPE_NAMES = {'half': 'float16', 'float16': 'float16', 'bfloat16': 'bfloat16', 'float': 'float32',
-               'float32': 'float32'}
-KEY_OPTIONS = (('--dtype', 'auto'), ('--tensor-parallel-size', '1'), ('--pipeline-parallel-size', '1'),
-               ('--quantization', None), ('--revision', None), ('--kv-cache-dtype', 'auto'))
 
 
 def _uid(process):
@@ -88,86 +89,109 @@ def _model_dir(ctx, entry):
     return model, ctx.path(model)
 
 
-def _key(ctx, entry, settings):
-    """The parts of the WeightCacheKey that can be read without vLLM, with the checkpoint fingerprints."""
+def _side(ctx, entry):
+    """(weight_cache.Side, safetensors headers, problems) of one engine or daemon."""
+    problems = []
     model, real = _model_dir(ctx, entry)
-    key = {'model': model, 'vllm_version': vllm_install.version_of(ctx, entry.process)[0], 'uid': _uid(entry.process),
-           'socket_dir': entry.value('--weight-cache-socket-dir')}
-    for option, default in KEY_OPTIONS:
-        key[option.lstrip('-').replace('-', '_')] = entry.value(option, default)
-    key['dtype'] = DTYPE_NAMES.get(key['dtype'], key['dtype'])
-    headers = []
+    config, fingerprint, headers = {}, None, []
     if real and os.path.isdir(real):
-        key['header_fingerprint'], headers = vllm_checkpoint.header_fingerprint(real)
+        fingerprint, headers = vllm_checkpoint.header_fingerprint(real)
         try:
             config = json.loads(hostio.read_text(os.path.join(real, 'config.json'), limit=4 * 1024 * 1024))
-        except (hostio.ReadProblem, ValueError):
+        except (hostio.ReadProblem, ValueError) as exc:
+            problems.append('config.json of %s: %s' % (model, getattr(exc, 'reason', exc)))
             config = {}
-        architectures = config.get('architectures') if isinstance(config, dict) else None
-        key['architecture'] = ','.join(a for a in architectures or [] if isinstance(a, str))
-        key['config_dtype'] = (config.get('torch_dtype') or config.get('dtype')) if isinstance(config, dict) else None
-        if key['dtype'] == 'auto' and isinstance(key['config_dtype'], str):
-            # vLLM resolves auto from config.json; two processes on one host resolve it alike.
-            key['dtype'] = 'auto (%s)' % key['config_dtype']
-    else:
-        # An undownloaded repo id: vLLM falls back to the model string itself.
-        key['header_fingerprint'] = None
-    return key, headers
+    # hash_checkpoint returns None without local shards, and the key then holds the model string.
+    extra, problem = weight_cache.loader_extra_config(entry) if entry.role == 'engine' else ({}, None)
+    if problem:
+        problems.append(problem)
+    if entry.config_problem:
+        problems.append(entry.config_problem)
+    side = weight_cache.Side(entry, entry.role, vllm_install.version_of(ctx, entry.process)[0], _uid(entry.process),
+                             model, real, config, fingerprint, extra)
+    return side, headers, problems
 
 
-COMPARED = ('header_fingerprint', 'architecture', 'dtype', 'tensor_parallel_size',
-            'pipeline_parallel_size', 'quantization', 'revision', 'kv_cache_dtype', 'vllm_version', 'uid', 'socket_dir')
+def _summary_of(rows):
+    return dict((part, {'verdict': verdict, 'why': why}) for part, verdict, why in rows)
 
 
-def _checkpoint_id(key):
-    return key.get('header_fingerprint') or key.get('model')
-
-
-def _mismatch(engine, daemon):
-    fields = [f for f in COMPARED if f != 'header_fingerprint' and engine.get(f) != daemon.get(f)]
-    if _checkpoint_id(engine) != _checkpoint_id(daemon):
-        fields.insert(0, 'checkpoint')
-    return fields
-
-
-def _journal(ctx, entry, settings):
-    """The engine unit's last "Mapped N tensors from the weight cache daemon" line, or None."""
+def _journal(ctx, entry, engines, settings):
+    """(what the engine's last load did per its log, the line, why it was not read)."""
     if not settings['journal_lines']:
-        return None
+        return None, None, 'not read (journal_lines 0)'
     unit, scope = hostio.systemd_unit_from_cgroup(entry.process.cgroup_lines())
+    if not unit:
+        return None, None, 'not read (the engine runs in no systemd unit)'
+    sharing = [e.pid for e in engines if e.pid != entry.pid
+               and hostio.systemd_unit_from_cgroup(e.process.cgroup_lines())[0] == unit]
+    if sharing:
+        return None, None, 'not used: unit %s also runs engine pid %s' % (unit, sharing[0])
     try:
-        lines, _problem = hostio.read_journal(ctx.run_command, ctx.which('journalctl'), unit,
-                                              settings['journal_lines'], scope)
-    except HostInputError:
-        return None  # the journal is extra evidence, never the verdict
-    found = [line for line in lines or [] if MAPPED_LINE in line]
-    return found[-1][:300] if found else None
+        lines, problem = hostio.read_journal(ctx.run_command, ctx.which('journalctl'), unit,
+                                             settings['journal_lines'], scope)
+    except HostInputError as exc:
+        return None, None, 'not read: %s' % exc
+    if lines is None:
+        return None, None, problem
+    outcome, line = weight_cache.last_load(lines)
+    return outcome, line, None if outcome else 'no weight cache line in the last %d lines of %s' % (
+        settings['journal_lines'], unit)
 
 
-def _compare(ctx, settings, engine, daemon, engine_key, daemon_key, engine_headers, daemon_headers):
-    name = 'engine pid %d' % engine.pid
-    evidence = {'engine': dict(engine_key, pid=engine.pid), 'daemon': dict(daemon_key, pid=daemon.pid)}
-    if settings['content_check'] == 'off':
-        return instance(name, 'at_risk', '%s maps the weights of daemon pid %d (%s); their tensors were not compared '
-                        '(setting content_check off).' % (name, daemon.pid, daemon_key['model']), evidence)
+def _content(settings, engine_headers, daemon_headers):
     full = settings['content_check'] == 'full'
     engine_fp, engine_tensors, engine_read = vllm_checkpoint.content(engine_headers, full, settings['max_tensors'])
     daemon_fp, daemon_tensors, _read = vllm_checkpoint.content(daemon_headers, full, settings['max_tensors'])
     differing = sorted(t for t in engine_tensors if engine_tensors[t] != daemon_tensors.get(t))
-    evidence.update(engine_content=engine_fp, daemon_content=daemon_fp, content_check=settings['content_check'],
-                    tensors_compared=engine_read, tensors_differing=len(differing),
-                    differing=differing[:settings['max_listed']])
-    if engine_fp == daemon_fp:
-        return instance(name, 'ok', '%s maps daemon pid %d\'s weights, and they are the same checkpoint content (%s).'
-                        % (name, daemon.pid, settings['content_check']), evidence)
-    line = _journal(ctx, engine, settings)
-    if line:
-        evidence['journal'] = line
-    return instance(name, 'affected', (
-        '%s (%s) is served the weights of %s by daemon pid %d: same vLLM cache key (header fingerprint %s), '
-        'different weights in %d of %d tensors compared.' % (name, engine_key['model'], daemon_key['model'], daemon.pid,
-                                                             (engine_key['header_fingerprint'] or '')[:12],
-                                                             len(differing), engine_read)), evidence)
+    return engine_fp == daemon_fp, {
+        'engine_content': engine_fp, 'daemon_content': daemon_fp, 'content_check': settings['content_check'],
+        'tensors_compared': engine_read, 'tensors_differing': len(differing),
+        'differing': differing[:settings['max_listed']]}
+
+
+def _judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_headers):
+    """(status, summary, evidence) for one engine against one daemon."""
+    name = 'engine pid %d' % engine.entry.pid
+    key_rows = weight_cache.compare_keys(engine, daemon)
+    socket_rows = weight_cache.compare_socket(ctx, engine, daemon)
+    key, reach = weight_cache.overall(key_rows), weight_cache.overall(socket_rows)
+    evidence = {'daemon_pid': daemon.entry.pid, 'daemon_model': daemon.model,
+                'daemon_header_fingerprint': daemon.fingerprint, 'key': _summary_of(key_rows),
+                'socket': _summary_of(socket_rows)}
+    if weight_cache.DIFFERS in (key, reach):
+        rows = [r for r in socket_rows + key_rows if r[1] == weight_cache.DIFFERS]
+        return 'ok', '%s does not get daemon pid %d\'s weights: %s' % (
+            name, daemon.entry.pid, '; '.join('%s differs (%s)' % (r[0], r[2]) for r in rows[:3])), evidence
+    if engine.is_draft:
+        return 'at_risk', ('%s asks for the draft group (is_draft) of daemon pid %d; the draft model\'s key is not '
+                           'compared here' % (name, daemon.entry.pid)), evidence
+    if settings['content_check'] == 'off':
+        status = 'at_risk'
+        summary = ('%s maps the weights of daemon pid %d (%s); their tensors were not compared (setting content_check '
+                   'off).' % (name, daemon.entry.pid, daemon.model))
+        return status, summary, evidence
+    same, details = _content(settings, engine_headers, daemon_headers)
+    evidence.update(details)
+    if same:
+        return 'ok', '%s maps daemon pid %d\'s weights, and they are the same checkpoint content (%s).' % (
+            name, daemon.entry.pid, settings['content_check']), evidence
+    outcome, line, why = _journal(ctx, engine.entry, engines, settings)
+    evidence['journal'] = line or why
+    if outcome == 'fell_back':
+        return 'ok', ('%s\'s log says its last load fell back to disk loading, so nothing of daemon pid %d (%s) was '
+                      'mapped.' % (name, daemon.entry.pid, daemon.model)), evidence
+    differing = (details['tensors_differing'], details['tensors_compared'])
+    if key == reach == weight_cache.SAME or outcome == 'mapped':
+        return 'affected', ('%s (%s) is served the weights of %s by daemon pid %d: same vLLM cache key (header '
+                            'fingerprint %s), different weights in %d of %d tensors compared.' % ((
+                                name, engine.model, daemon.model, daemon.entry.pid,
+                                (engine.fingerprint or '')[:12]) + differing)), evidence
+    unknown = [r for r in socket_rows + key_rows if r[1] == weight_cache.UNKNOWN]
+    return 'at_risk', ('%s may be served the weights of %s by daemon pid %d (different weights in %d of %d tensors): '
+                       'everything else in the key matches, but %s.' % (
+                           name, daemon.model, daemon.entry.pid, differing[0], differing[1],
+                           '; '.join('%s cannot be compared (%s)' % (r[0], r[2]) for r in unknown[:3]))), evidence
 
 
 def detect(ctx):
@@ -184,35 +208,39 @@ def detect(ctx):
         summary = ('No vLLM engine loads from the weight cache (--load-format ipc_cache).' if processes
                    else 'No vLLM process found.')
         return make_finding(_SELF, status, summary, evidence=evidence)
-    keys, instances = {}, []
+    sides, instances = {}, []
     for entry in daemons + engines:
         try:
-            keys[entry.pid] = _key(ctx, entry, settings)
+            sides[entry.pid] = _side(ctx, entry)
         except (safetensors.SafetensorsProblem, hostio.ReadProblem) as exc:
-            keys[entry.pid] = None
+            sides[entry.pid] = None
             instances.append(instance('%s pid %d' % (entry.role, entry.pid), 'error', str(exc),
                                       {'pid': entry.pid, 'model': entry.model}))
-    for engine in engines:
-        if keys.get(engine.pid) is None:
+    for entry in engines:
+        if sides.get(entry.pid) is None:
             continue
-        engine_key, engine_headers = keys[engine.pid]
-        matching, near = [], []
-        for daemon in daemons:
-            if keys.get(daemon.pid) is None:
+        engine, engine_headers, engine_problems = sides[entry.pid]
+        name = 'engine pid %d' % entry.pid
+        base = {'engine': {'pid': entry.pid, 'model': engine.model, 'vllm_version': engine.version_text,
+                           'uid': engine.uid, 'header_fingerprint': engine.fingerprint,
+                           'loader_extra_config': dict((k, v) for k, v in engine.extra.items()
+                                                       if k in weight_cache.EXTRA_KEYS)}}
+        if engine_problems:
+            base['problems'] = engine_problems
+        judged = []
+        for daemon_entry in daemons:
+            if sides.get(daemon_entry.pid) is None:
                 continue
-            daemon_key, daemon_headers = keys[daemon.pid]
-            fields = _mismatch(engine_key, daemon_key)
-            (matching if not fields else near).append((daemon, daemon_key, daemon_headers, fields))
-        if not matching:
-            instances.append(instance('engine pid %d' % engine.pid, 'ok', (
-                'engine pid %d (%s) loads with ipc_cache but no daemon has its key, so it loads from disk%s.'
-                % (engine.pid, engine_key['model'], ' (nearest daemon differs in %s)' % ', '.join(near[0][3])
-                   if near else '')), {'engine': dict(engine_key, pid=engine.pid),
-                                       'daemons_differ_in': dict((d.pid, f) for d, _k, _h, f in near)}))
+            daemon, daemon_headers, _daemon_problems = sides[daemon_entry.pid]
+            judged.append(_judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_headers))
+        if not judged:
+            instances.append(instance(name, 'ok', '%s (%s) loads with ipc_cache but no weight cache daemon runs, so '
+                                      'it loads from disk.' % (name, engine.model), base))
             continue
-        for daemon, daemon_key, daemon_headers, _fields in matching:
-            instances.append(_compare(ctx, settings, engine, daemon, engine_key, daemon_key, engine_headers,
-                                      daemon_headers))
+        worst = sorted(judged, key=lambda j: STATUS_RANK[j[0]])[-1]
+        evidence_ = dict(base, daemons=[j[2] for j in judged])
+        evidence_.update((k, v) for k, v in worst[2].items() if k not in ('key', 'socket'))
+        instances.append(instance(name, worst[0], worst[1], evidence_))
     worst = sorted(instances, key=lambda i: STATUS_RANK[i['status']])[-1]
     summary = worst['summary'] if worst['status'] != 'ok' else (
         'Every ipc_cache engine gets the weights of its own checkpoint (%d engines).' % len(engines))

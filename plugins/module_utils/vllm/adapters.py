@@ -20,8 +20,6 @@ CONFIG = 'adapter_config.json'
 WEIGHTS = 'adapter_model.safetensors'
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 MAX_DEPTH = 4
-# The rule of the newest PEFT, for adapters that do not record the PEFT that saved them.
-CURRENT_PEFT = (0, 21, 2)
 TOLERANCE = 1e-6
 
 
@@ -30,19 +28,56 @@ class AdapterProblem(HostInputError):
 
 
 class Adapter(object):
-    def __init__(self, path, raw_config, config, header, modules, peft_version, peft_version_recorded):
+    def __init__(self, path, raw_config, config, header, modules, peft_range):
         self.path = path
         self.raw_config = raw_config
         self.config = config
         self.header = header
         self.modules = modules                  # module -> {'rank', 'A': tensor name, 'B': tensor name}
-        self.peft_version = peft_version
-        self.peft_version_recorded = peft_version_recorded
+        self.peft_range = peft_range            # lora_scale.PeftRange: the releases that can have saved it
+        self.candidates, self.rank_problem = _consistent_candidates(self)
+
+    @property
+    def peft_version_recorded(self):
+        return self.peft_range.recorded
 
     def base_scale(self):
         """The one scale every module has when no pattern changes it (PEFT >= 0.8 rsLoRA form)."""
         return lora_scale.peft_scale(lora_scale.AdapterConfig(self.config.r, self.config.alpha, self.config.use_rslora,
-                                                              {}, {}), '', CURRENT_PEFT)[1]
+                                                              {}, {}), '', lora_scale.NEWEST_PEFT)[1]
+
+    def trained(self, module, version):
+        """{(rank, scale)} PEFT ``version`` can have trained ``module`` with, given its tensor rank."""
+        readings = lora_scale.peft_module_scales(self.config, module, version)
+        fitting = set(r for r in readings if rank_fits(self, module, r[0]))
+        return fitting or readings
+
+
+def rank_fits(adapter, module, rank):
+    """Whether a module's lora_A has the rank PEFT would have made it: r rows, or r x experts rows for
+    a parameter wrapped through target_parameters (peft/tuners/lora/layer.py ParamWrapper.update_layer,
+    0.21.2 l.2455: nn.Linear(in_features, r * num_experts))."""
+    tensor_rank = adapter.modules[module].get('rank')
+    if tensor_rank is None:
+        return True
+    if lora_scale.peft_match_names(adapter.config, module) != [module]:
+        return tensor_rank % rank == 0
+    return tensor_rank == rank
+
+
+def _consistent_candidates(adapter):
+    """The PEFT rule releases of the adapter's range that give every module the rank its tensors have.
+
+    A PEFT release that would have made a module with another rank did not train it, so it is
+    dropped; when none fits, all stay and the problem is returned to be reported.
+    """
+    candidates = adapter.peft_range.candidates()
+    fitting = [v for v in candidates
+               if all(any(rank_fits(adapter, m, r) for r, _s in lora_scale.peft_module_scales(adapter.config, m, v))
+                      for m in adapter.modules)]
+    if fitting:
+        return fitting, None
+    return candidates, 'no PEFT release in %s gives every module the rank its lora_A has' % adapter.peft_range.text()
 
 
 def find(ctx, roots, limit):
@@ -111,23 +146,38 @@ def load(path):
         raise AdapterProblem('%s: %s has lora_A without lora_B or the other way round' % (weights, incomplete[0]))
     recorded = raw.get('peft_version')
     version = hostio.version_tuple(recorded) if isinstance(recorded, str) else None
-    return Adapter(path, raw, config, header, modules, version or CURRENT_PEFT, version is not None)
+    return Adapter(path, raw, config, header, modules, lora_scale.infer_peft_range(raw, version))
 
 
-def judge(adapter, vllm_version):
-    """Per module: rank, trained scale (the saving PEFT's rule), served scale (``vllm_version``), factor."""
-    rows, refused = [], None
+def judge(adapter, vllm_version, max_lora_rank=None):
+    """(rows, refusals) for vLLM ``vllm_version``.
+
+    One row per module: its rank, the scale vLLM serves, and per PEFT rule release the adapter
+    can have been saved with (``adapter.candidates``) the trained scale and the factor
+    served / trained. ``off`` is 'all' when the module is off under every candidate, 'some' when
+    only under some (the trained scale depends on which PEFT saved the adapter), None otherwise.
+    """
+    refusals = lora_scale.vllm_refusals(adapter.raw_config, adapter.config, vllm_version, max_lora_rank)
+    rows = []
     for module in sorted(adapter.modules):
-        rank, trained = lora_scale.peft_scale(adapter.config, module, adapter.peft_version)
-        served, why = lora_scale.vllm_scale(adapter.config, module, vllm_version)
-        if served is None:
-            refused = why
-            continue
-        rows.append({'module': module, 'rank': rank, 'tensor_rank': adapter.modules[module].get('rank'),
-                     'trained_scale': round(trained, 8), 'served_scale': round(served, 8),
-                     'factor': round(served / trained, 8) if trained else None})
-    return rows, refused
+        served = lora_scale.vllm_scale(adapter.config, module, vllm_version)
+        readings = []
+        for version in adapter.candidates:
+            for rank, trained in sorted(adapter.trained(module, version)):
+                readings.append({'peft': lora_scale.dotted(version), 'rank': rank, 'trained_scale': round(trained, 8),
+                                 'factor': round(served / trained, 8) if trained else None})
+        offs = [_off(r['factor']) for r in readings]
+        row = {'module': module, 'tensor_rank': adapter.modules[module].get('rank'),
+               'served_scale': round(served, 8),
+               'off': 'all' if all(offs) else 'some' if any(offs) else None}
+        first = readings[0]
+        if all((r['rank'], r['trained_scale']) == (first['rank'], first['trained_scale']) for r in readings):
+            row.update(rank=first['rank'], trained_scale=first['trained_scale'], factor=first['factor'])
+        else:
+            row['by_peft'] = readings
+        rows.append(row)
+    return rows, refusals
 
 
-def off(row):
-    return row['factor'] is None or abs(row['factor'] - 1) > TOLERANCE
+def _off(factor):
+    return factor is None or abs(factor - 1) > TOLERANCE

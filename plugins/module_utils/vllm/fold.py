@@ -30,6 +30,10 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import saf
 
 PROVENANCE_KEY = 'homelab.postmortem.folded_from'
 TOLERANCE = 1e-9
+# One release per PEFT pattern rule (0.6-0.13 read as 0.8, the first with rsLoRA), and vLLM with one
+# scale (before 0.32.0) and with the patterns: the folded adapter must read the same under each.
+CHECKED_PEFT_RULES = ((0, 8, 0), (0, 14, 0), (0, 15, 0))
+CHECKED_VLLM = ((0, 31, 0), (0, 32, 0))
 
 
 class FoldProblem(vllm_adapters.AdapterProblem):
@@ -45,31 +49,52 @@ class Plan(object):
         self.fingerprint = fingerprint  # of the source: config + weights header
 
 
-def plan(adapter):
-    """The folded config and per-module factors; FoldProblem when no pattern set reads the same everywhere."""
+def plan(adapter, peft_version=None):
+    """The folded config and per-module factors; FoldProblem when the trained scales cannot be known or
+    no pattern set reads the same everywhere.
+
+    The trained scale of each module is the one every PEFT release that can have saved the adapter
+    gives it (``adapter.candidates``: ``peft_version`` in the config, else the releases its fields
+    allow); ``peft_version`` (a version tuple) says which PEFT trained it when they disagree.
+    """
     config = adapter.config
     base = adapter.base_scale()
+    versions = [peft_version] if peft_version else adapter.candidates
     factors, ranks = {}, {}
     for module in sorted(adapter.modules):
-        rank, trained = lora_scale.peft_scale(config, module, adapter.peft_version)
+        readings = dict((lora_scale.dotted(v), adapter.trained(module, v)) for v in versions)
+        distinct = set(r for found in readings.values() for r in found)
+        if len(distinct) != 1:
+            raise FoldProblem('%s: the trained scale of module %s depends on the PEFT that saved the adapter (%s; '
+                              'PEFT %s possible: %s); say which with peft_version' % (
+                                  adapter.path, module, ', '.join('PEFT %s: %s' % (v, ' or '.join(
+                                      'rank %d scale %s' % (r, round(s, 8)) for r, s in sorted(found)))
+                                      for v, found in sorted(readings.items())),
+                                  adapter.peft_range.text(), adapter.peft_range.why))
+        rank, trained = distinct.pop()
         tensor_rank = adapter.modules[module].get('rank')
-        if tensor_rank is not None and tensor_rank != rank:
+        if not vllm_adapters.rank_fits(adapter, module, rank):
             raise FoldProblem('%s: module %s has rank %d in its tensors but %d by the PEFT %s rule; the trained '
                               'scale cannot be known' % (adapter.path, module, tensor_rank, rank,
-                                                         lora_scale.dotted(adapter.peft_version)))
+                                                         ' / '.join(sorted(readings))))
         factors[module] = trained / base
-        ranks[module] = tensor_rank or rank
+        ranks[module] = rank
     for module, factor in factors.items():
         dtype = adapter.header.tensors[adapter.modules[module]['B']].dtype
         if abs(factor - 1) > TOLERANCE and dtype not in safetensors.SCALABLE:
             raise FoldProblem('%s: %s is %s, which cannot be scaled (F32, F16 and BF16 can)'
                               % (adapter.path, adapter.modules[module]['B'], dtype))
     new = copy.deepcopy(adapter.raw_config)
+    keyed = {}
+    for module, rank in ranks.items():
+        if rank != config.r:
+            # PEFT matches a wrapped parameter as <module>.<parameter>, vLLM 0.32+ by its own mapping.
+            for name in set(lora_scale.peft_match_names(config, module) + [lora_scale.vllm_pattern_name(module)]):
+                keyed[name] = rank
     rank_pattern, alpha_pattern = {}, {}
-    for module in sorted(ranks, key=lambda m: (-len(m), m)):
-        if ranks[module] != config.r:
-            rank_pattern[module] = ranks[module]
-            alpha_pattern[module] = base * (math.sqrt(ranks[module]) if config.use_rslora else ranks[module])
+    for name in sorted(keyed, key=lambda m: (-len(m), m)):
+        rank_pattern[name] = keyed[name]
+        alpha_pattern[name] = base * (math.sqrt(keyed[name]) if config.use_rslora else keyed[name])
     new['rank_pattern'] = rank_pattern
     new['alpha_pattern'] = alpha_pattern
     _check(adapter, new, ranks, base)
@@ -81,11 +106,10 @@ def _check(adapter, new, ranks, base):
     if parsed is None:
         raise FoldProblem('%s: the folded config would be invalid: %s' % (adapter.path, why))
     for module, rank in ranks.items():
-        readings = [('PEFT %s' % lora_scale.dotted(v),) + lora_scale.peft_scale(parsed, module, v)
-                    for v in lora_scale.PEFT_RULES]
-        for version in ((0, 31, 0), (0, 32, 0)):
-            served, _why = lora_scale.vllm_scale(parsed, module, version)
-            readings.append(('vLLM %s' % lora_scale.dotted(version), rank, served))
+        readings = [('PEFT %s' % lora_scale.dotted(v),) + reading
+                    for v in CHECKED_PEFT_RULES for reading in sorted(lora_scale.peft_module_scales(parsed, module, v))]
+        for version in CHECKED_VLLM:
+            readings.append(('vLLM %s' % lora_scale.dotted(version), rank, lora_scale.vllm_scale(parsed, module, version)))
         for label, got_rank, got_scale in readings:
             if got_rank != rank or abs(got_scale - base) > 1e-9 * max(1.0, abs(base)):
                 raise FoldProblem('%s: %s would read module %s of the folded adapter as rank %s scale %s instead of '

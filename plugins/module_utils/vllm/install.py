@@ -24,7 +24,7 @@ DAEMON_MODULE = 'vllm.model_executor.model_loader.weight_cache.daemon'
 SERVER_MODULES = ('vllm.entrypoints.openai.api_server', 'vllm.entrypoints.api_server')
 CLI_MODULE = 'vllm.entrypoints.cli.main'
 SHORT = {'-tp': '--tensor-parallel-size', '-pp': '--pipeline-parallel-size', '-q': '--quantization',
-         '-O': '--compilation-config', '-dp': '--data-parallel-size'}
+         '-O': '--compilation-config', '-dp': '--data-parallel-size', '-ep': '--enable-expert-parallel'}
 # argparse options that take several values after one flag.
 MULTI = ('--lora-modules',)
 _DIST_INFO = re.compile(r'^vllm-([0-9][0-9A-Za-z.+_-]*)\.dist-info$')
