@@ -175,7 +175,7 @@ def synthetic_result(index):
 
 
 def report_bench():
-    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report  # noqa: E402
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report, report_summary  # noqa: E402
     print('fleet report (synthetic hosts, 6 findings each; median of 5, alternated)')
     for count in (1000, 10000):
         hosts = ['host%05d' % i for i in range(count)]
@@ -196,7 +196,7 @@ def report_bench():
                 json.dump(built, out, separators=(',', ':'))
             times['dump'].append(time.monotonic() - started)
         html = os.path.getsize(os.path.join(scratch, 'postmortem.html')) / 1e6
-        lines = len(report.summary_lines(built, {'json': 'postmortem.json'}))
+        lines = len(report_summary.summary_lines(built, {'json': 'postmortem.json'}))
         total, dumps, dump = (statistics.median(times[k]) for k in ('report', 'dumps', 'dump'))
         print('  %6d hosts: build + write 3 formats %6.2f s; compact json.dumps %5.2f s (ratio %4.1fx); '
               'json.dump to a file %5.2f s (ratio %4.2fx); HTML %5.1f MB; summary %d lines'

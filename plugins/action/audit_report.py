@@ -13,6 +13,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary
 
 display = Display()
 
@@ -26,6 +27,8 @@ ARGUMENT_SPEC = dict(
     fail_on=dict(type='str', default='never', choices=['never'] + list(STATUSES)),
     fail_on_unaudited=dict(type='bool', default=True),
     print_summary=dict(type='bool', default=True),
+    fail_on_no_hosts=dict(type='bool', default=True),
+    host_pattern=dict(type='str'),
 )
 
 
@@ -41,7 +44,7 @@ class ActionModule(ActionBase):
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
 
-        hosts = args['hosts'] or list(task_vars.get('ansible_play_hosts_all') or [])
+        hosts = args['hosts'] if args['hosts'] is not None else list(task_vars.get('ansible_play_hosts_all') or [])
         hostvars = task_vars.get('hostvars') or {}
         results, before, remediation = {}, {}, {}
         for host in hosts:
@@ -55,17 +58,24 @@ class ActionModule(ActionBase):
                 results[host] = None
 
         checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS]
+        scope = {
+            'host_pattern': args['host_pattern'] if args['host_pattern'] is not None else task_vars.get('postmortem_hosts', 'all'),
+            'inventory': [str(s) for s in task_vars.get('ansible_inventory_sources') or []],
+            'limit': task_vars.get('ansible_limit'),
+            'check_mode': bool(self._task.check_mode),
+        }
         report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION,
                                     before=before if args['before_var'] else None,
-                                    remediation=remediation if args['remediation_var'] else None)
+                                    remediation=remediation if args['remediation_var'] else None, scope=scope)
         # The summary is printed whatever happens to the files: it is the report of last resort.
         paths, write_problems = fleet_report.write(report, args['dest'], args['formats'])
-        lines = fleet_report.summary_lines(report, paths)
+        hits = fleet_report.threshold_reached(report, args['fail_on'], args['fail_on_unaudited'])
+        lines = report_summary.summary_lines(report, paths)
+        lines += report_summary.gate_lines(report, args['fail_on'], args['fail_on_unaudited'], args['fail_on_no_hosts'], hits)
         if write_problems:
             lines += ['Report files NOT written: ' + '; '.join(write_problems)]
         if args['print_summary']:
             display.display('\n'.join(lines))
-        hits = fleet_report.threshold_reached(report, args['fail_on'], args['fail_on_unaudited'])
         result.update(
             changed=False,
             paths=paths,
@@ -76,6 +86,8 @@ class ActionModule(ActionBase):
         if not args['print_summary']:
             result['summary'] = lines
         failures = []
+        if not hosts and args['fail_on_no_hosts']:
+            failures.append('%s; set postmortem_fail_on_no_hosts: false to let such a run pass' % report['nothing_audited'])
         if write_problems:
             failures.append('the report could not be written: %s' % '; '.join(write_problems))
         if hits:

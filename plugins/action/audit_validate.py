@@ -8,73 +8,65 @@ __metaclass__ = type
 
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface as interface
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import root_problem
 
 ARGUMENT_SPEC = dict(
-    checks=dict(type='raw', default=['all']),
-    probes=dict(type='raw', default=[]),
-    settings=dict(type='raw', default={}),
-    fail_on=dict(type='raw', default='never'),
-    command_timeout=dict(type='raw', default=30),
-    detection_timeout=dict(type='raw', default=300),
-    root_var=dict(type='str', default='postmortem_root'),
+    playbook=dict(type='str', default='audit', choices=['audit', 'remediate']),
     hosts=dict(type='list', elements='str'),
 )
 
-
-def _list(value, name):
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, (list, tuple)):
-        raise registry.SelectionError('%s must be a list, got %s' % (name, type(value).__name__))
-    return list(value)
+# Values that hold per host (inventory); the others are read where the playbook reads them too.
+PER_HOST = ('postmortem_root', 'postmortem_checks', 'postmortem_probes', 'postmortem_settings', 'postmortem_become',
+            'postmortem_command_timeout', 'postmortem_detection_timeout', 'postmortem_task_timeout')
 
 
-def _seconds(value, name):
+def _probe_scope(checks):
     try:
-        number = int(str(value).strip())
-    except ValueError:
-        raise registry.SelectionError('%s must be a whole number of seconds, got %r' % (name, value))
-    if number < 1:
-        raise registry.SelectionError('%s must be at least 1 second, got %d' % (name, number))
-    return number
+        return registry.select(checks if isinstance(checks, (list, tuple)) else [checks])
+    except registry.SelectionError:
+        return None
 
 
-def problems(args, roots):
-    """Every mistake in the audit's input, before any host is contacted."""
-    found = []
-    checks = probes = None
-    try:
-        checks = registry.select(_list(args['checks'], 'checks'))
-    except registry.SelectionError as exc:
-        found.append('checks: %s' % exc)
-    try:
-        probes = _list(args['probes'], 'probes')
-        registry.validate_probes(probes, checks if checks is not None else registry.DETECTIONS)
-    except registry.SelectionError as exc:
-        found.append('probes: %s' % exc)
-    try:
-        registry.validate_settings(args['settings'])
-    except registry.SelectionError as exc:
-        found.append('settings: %s' % exc)
-    if args['fail_on'] not in ('never',) + STATUSES:
-        found.append('fail_on: %r is not one of never, %s' % (args['fail_on'], ', '.join(STATUSES)))
-    for name in ('command_timeout', 'detection_timeout'):
-        try:
-            _seconds(args[name], name)
-        except registry.SelectionError as exc:
-            found.append(str(exc))
-    for host, root in sorted(roots.items()):
-        problem = root_problem(root, local_checks=False)
-        if problem:
-            found.append('root for %s: %s' % (host, problem))
+def value_problems(name, value, hosts, checks=None):
+    """The problem with one variable's value (None when fine); ``hosts`` name where it was set."""
+    if name == 'postmortem_root':
+        problem = root_problem(value, local_checks=False)
+        return ('postmortem_root for %s: %s' % (_hosts_text(hosts), problem)) if problem else None
+    scope = _probe_scope(checks) if name == 'postmortem_probes' and checks is not None else None
+    problem = interface.check_value(name, value, probes_for=scope)
+    if problem and hosts:
+        problem += ' (for %s)' % _hosts_text(hosts)
+    return problem
+
+
+def _hosts_text(hosts):
+    hosts = sorted(hosts)
+    return ', '.join(hosts[:5]) + (' and %d more' % (len(hosts) - 5) if len(hosts) > 5 else '')
+
+
+def tag_problems(playbook, run_tags, skip_tags):
+    """--tags and --skip-tags: they select fixes in remediate (by detection id); the audit has none."""
+    run_tags = [t for t in (run_tags or []) if t != 'all']
+    skip_tags = list(skip_tags or [])
+    if playbook == 'audit':
+        found = []
+        if [t for t in run_tags if t != 'always'] or skip_tags:
+            found.append('--tags/--skip-tags select nothing in the audit (%s): choose detections with postmortem_checks'
+                         % ', '.join(run_tags + ['!' + t for t in skip_tags]))
+        return found
+    found = interface.check_tags(run_tags, skip_tags)
+    for tag in run_tags:
+        detection = registry.BY_ID.get(tag)
+        if detection is not None and not detection.REMEDIATION.get('role'):
+            found.append('--tags %s: that detection has no remediation role, so nothing would run (the fix is manual: '
+                         'see docs/%s.md)' % (tag, tag))
     return found
 
 
 class ActionModule(ActionBase):
-    """Runs once on the controller, before any host: the audit's input, all of it, checked."""
+    """Runs once on the controller, before any host: the run's variables, all of them, checked."""
 
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -84,20 +76,40 @@ class ActionModule(ActionBase):
         result = super(ActionModule, self).run(tmp, task_vars)
         task_vars = task_vars or {}
         _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        hosts = args['hosts'] or list(task_vars.get('ansible_play_hosts_all') or [])
+        hosts = args['hosts'] if args['hosts'] is not None else list(task_vars.get('ansible_play_hosts_all') or [])
         hostvars = task_vars.get('hostvars') or {}
-        roots = {}
+
+        names, per_value = set(), {}
         for host in hosts:
             try:
-                value = hostvars[host].get(args['root_var'])
+                variables = hostvars[host]
             except KeyError:
-                value = None
-            if value is not None:
-                roots[host] = self._templar.template(value)
-        found = problems(args, roots)
+                continue
+            ours = [k for k in variables if k.startswith(interface.PREFIX)]
+            names.update(ours)
+            checks = variables.get('postmortem_checks', interface.DEFAULTS['postmortem_checks'])
+            for name in PER_HOST:
+                if name in ours:
+                    key = (name, repr(variables[name]), repr(checks) if name == 'postmortem_probes' else None)
+                    per_value.setdefault(key, (variables[name], checks, []))[2].append(host)
+        names.update(k for k in task_vars if k.startswith(interface.PREFIX))
+
+        found = interface.describe_unknown(interface.unknown_variables(names))
+        for (name, _raw, _checks_key), (value, checks, where) in sorted(per_value.items()):
+            problem = value_problems(name, value, where, checks)
+            if problem:
+                found.append(problem)
+        for name in interface.NAMES:
+            if name in task_vars and name not in PER_HOST:
+                problem = value_problems(name, task_vars[name], None)
+                if problem:
+                    found.append(problem)
+        found.extend(tag_problems(args['playbook'], task_vars.get('ansible_run_tags'), task_vars.get('ansible_skip_tags')))
+
         result['changed'] = False
         result['problems'] = found
         if found:
             result['failed'] = True
-            result['msg'] = 'The audit was not started; fix its input first: %s' % ' | '.join(found)
+            result['msg'] = 'The %s was not started; fix its input first: %s' % (
+                'audit' if args['playbook'] == 'audit' else 'remediation', ' | '.join(found))
         return result

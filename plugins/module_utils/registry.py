@@ -7,7 +7,9 @@ A detection is a module in ``detections/`` with ID, GROUP, TITLE, REFERENCES,
 REMEDIATION (``finding.make_remediation``), PROBES, SETTINGS (a spec, see
 settings.py), APPLIES and ``detect(ctx)``. APPLIES says where it can answer:
 ``image`` (it can read an image through ``root``), ``binary`` (a program it
-needs on a live host) and ``root`` (why it needs root, or None). The registry
+needs on a live host) and ``root`` (why it needs root, or None). A detection may
+also define ``absent(ctx)``: why there is nothing to judge on this live host (a
+reason makes it not_applicable, asked before root is required). The registry
 enforces APPLIES before ``detect`` runs, so those answers are the same for
 every detection, and runs each detection inside its own time budget.
 """
@@ -95,6 +97,9 @@ def select(requested, available=None):
 
 
 def validate_probes(probes, detections=DETECTIONS):
+    for probe in probes or []:
+        if not isinstance(probe, str):
+            raise SelectionError('probe names must be strings, got %s %r' % (type(probe).__name__, probe))
     offered = dict((p, d.ID) for d in detections for p in d.PROBES)
     unknown = [p for p in probes or [] if p not in offered]
     if unknown:
@@ -119,6 +124,12 @@ def not_applicable_here(ctx, detection):
     binary = needs.get('binary')
     if binary and ctx.live and not ctx.which(binary):
         return make_finding(detection, 'not_applicable', '%s is not installed.' % binary)
+    # Whether there is anything to judge, asked before root is required: without root, a host
+    # with no Docker socket at all must hear "no Docker daemon", not "needs root".
+    absent = getattr(detection, 'absent', None)
+    reason = absent(ctx) if absent is not None and ctx.live else None
+    if reason:
+        return make_finding(detection, 'not_applicable', reason)
     if needs.get('root') and ctx.live and not ctx.is_root:
         return make_finding(detection, 'unknown', 'Needs root (%s): run the audit with become: true.' % needs['root'],
                             evidence={'user': ctx.user_name})

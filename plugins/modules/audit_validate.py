@@ -10,45 +10,35 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: audit_validate
-short_description: Check an audit's input on the controller before any host is contacted
+short_description: Check a run's postmortem_* variables on the controller before any host is contacted
 version_added: 0.1.0
 description:
-  - Runs on the controller (it is an action plugin), once, before M(homelab.postmortem.audit_facts).
-    Checks the detection ids and groups, the probes, every detection's settings (types included),
-    the fail threshold, the time limits, and each host's C(root) (it must be an absolute path).
+  - Runs on the controller (it is an action plugin), once, as the first task of the
+    C(homelab.postmortem.audit) and C(homelab.postmortem.remediate) playbooks. It reads the run's
+    C(postmortem_*) variables itself (extra vars, and each host's inventory and group vars) and
+    checks them against the one declaration of the audit's interface
+    (C(plugins/module_utils/audit_interface.py)).
+  - Checked, naming the variable and the hosts it was set for - C(postmortem_checks) (ids and groups),
+    C(postmortem_probes), C(postmortem_settings) (every detection's settings, typed), C(postmortem_fail_on),
+    C(postmortem_fail_on_unaudited), C(postmortem_fail_on_no_hosts), C(postmortem_become) (booleans),
+    C(postmortem_command_timeout), C(postmortem_detection_timeout), C(postmortem_task_timeout) (whole seconds,
+    1 to a week), C(postmortem_root) (absolute), C(postmortem_hosts), C(postmortem_report_dir),
+    C(postmortem_remediate) (detections that have a remediation role), C(postmortem_serial) (hosts or a percentage).
+  - A C(postmortem_*) variable that is none of these and not one of the results the playbooks set
+    (C(postmortem), C(postmortem_run), C(postmortem_gather), C(postmortem_before), C(postmortem_remediation))
+    is a mistake, reported with the closest known name ("did you mean C(postmortem_checks)?").
+  - C(--tags) and C(--skip-tags) are checked too - in the remediation each must name a detection that has a
+    remediation role; the audit has no tags (choose detections with C(postmortem_checks)).
   - Fails with every problem it found in one message, so a mistake costs no fleet run and no
     host is half-audited. Whether a C(root) exists is checked on each host by the audit itself.
 options:
-  checks:
-    description: Detection ids and groups, as for M(homelab.postmortem.audit_facts).
-    type: raw
-    default: [all]
-  probes:
-    description: Probe names, as for M(homelab.postmortem.audit_facts).
-    type: raw
-    default: []
-  settings:
-    description: Per-detection settings, as for M(homelab.postmortem.audit_facts).
-    type: raw
-    default: {}
-  fail_on:
-    description: The threshold M(homelab.postmortem.audit_report) will use.
-    type: raw
-    default: never
-  command_timeout:
-    description: Seconds per host command (a whole number, at least 1).
-    type: raw
-    default: 30
-  detection_timeout:
-    description: Seconds per detection (a whole number, at least 1).
-    type: raw
-    default: 300
-  root_var:
-    description: The host variable that holds each host's image root, if any.
+  playbook:
+    description: Which playbook's run this is; C(remediate) also checks the tags against the remediation roles.
     type: str
-    default: postmortem_root
+    choices: [audit, remediate]
+    default: audit
   hosts:
-    description: Hosts whose root to check. Defaults to C(ansible_play_hosts_all).
+    description: Hosts whose variables to check. Defaults to C(ansible_play_hosts_all).
     type: list
     elements: str
 attributes:
@@ -75,8 +65,11 @@ seealso:
 EXAMPLES = r'''
 - name: Check the audit's input once, before any host
   homelab.postmortem.audit_validate:
-    checks: "{{ postmortem_checks | default(['all']) }}"
-    fail_on: "{{ postmortem_fail_on | default('never') }}"
+  run_once: true
+
+- name: Check a remediation run's input, tags included
+  homelab.postmortem.audit_validate:
+    playbook: remediate
   run_once: true
 '''
 
@@ -86,5 +79,6 @@ problems:
   returned: always
   type: list
   elements: str
-  sample: ["checks: unknown check 'pi_ir_rx'; known checks: pi_ir_tx, ..."]
+  sample: ["postmortem_checks: unknown check 'pi_ir_rx'; known checks: pi_ir_tx, ...",
+           "postmortem_check is not a variable of homelab.postmortem (did you mean postmortem_checks?)"]
 '''

@@ -111,12 +111,21 @@ def _one_line(text, limit=500):
 
 def _failure_reason(result, default):
     """Why a host's task failed. When the module never produced JSON (no usable Python, a too old
-    one), Ansible's msg is generic and the cause is the last meaningful line of module_stderr."""
+    one), Ansible's msg is generic and the cause is in module_stderr: the exception line after a
+    traceback, else the meaningful lines in order (a shell's or pyenv's "command not found" comes
+    first, its advice after)."""
     msg = _one_line(result.get('msg') or default)
     stderr = [line.strip() for line in str(result.get('module_stderr') or '').splitlines() if line.strip()]
-    stderr = [line for line in stderr if not line.startswith(('Shared connection to', 'Traceback'))]
-    if stderr:
-        return '%s (module stderr: %s)' % (msg, _one_line(stderr[-1], 300))
+    stderr = [line for line in stderr if not line.startswith('Shared connection to')]
+    if any(line.startswith('Traceback') for line in stderr):
+        after = stderr[max(i for i, line in enumerate(stderr) if line.startswith('Traceback')) + 1:]
+        # The exception is the last line that is not a frame ("File ...") or its source line.
+        frames = [line for line in after if not line.startswith('File ')]
+        cause = frames[-1] if frames else ''
+    else:
+        cause = ' / '.join(stderr)
+    if cause:
+        return '%s (module stderr: %s)' % (msg, _one_line(cause, 300))
     return msg
 
 
@@ -206,10 +215,20 @@ def _remediation_record(value):
     return record
 
 
-def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None):
+def nothing_audited_reason(scope):
+    """Why a run audited no host, in the words of its own input."""
+    scope = scope or {}
+    inventory = ', '.join(scope.get('inventory') or []) or 'the inventory'
+    limit = scope.get('limit')
+    return 'no host matched %r in %s%s' % (scope.get('host_pattern') or 'all', inventory,
+                                            (' with --limit %s' % limit) if limit else '')
+
+
+def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None, scope=None):
     """hosts: names in inventory order; results: {host: registered result or None};
     checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run);
-    remediation: {host: what the remediation recorded, or None}."""
+    remediation: {host: what the remediation recorded, or None}; scope: the run's host pattern,
+    inventory sources, limit and check mode (a report without hosts says why from it)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     encoded = [_entry_and_texts(name, results.get(name)) for name in hosts]
     entries, texts = [e for e, _t in encoded], [t for _e, t in encoded]
@@ -243,6 +262,11 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
         'hosts': entries,
         'totals': dict((k, v) for k, v in totals.items() if v),
     })
+    if scope is not None:
+        report['run'] = plain_fast(dict((k, scope.get(k)) for k in ('host_pattern', 'inventory', 'limit', 'check_mode')))
+    if not hosts:
+        # Written so that an older report in the directory is never taken for this run's.
+        report['nothing_audited'] = safe_text(nothing_audited_reason(scope))
     report.finding_texts = texts
     return report
 
@@ -284,13 +308,6 @@ def to_json_parts(report, findings_text):
 
 def to_json(report):
     return ''.join(to_json_parts(report, hosts_findings_json(report)))
-
-
-def effective_status(entry, check_id):
-    if entry['state'] != 'audited':
-        return entry['state']
-    finding = entry['findings'].get(check_id)
-    return finding.get('status', 'error') if finding else None
 
 
 def worst(report):
@@ -389,6 +406,14 @@ def to_junit_parts(report):
             totals[key] += counts[key]
         suites.append('<testsuite name="%s" tests="%d" failures="%d" errors="%d" skipped="%d">%s</testsuite>' % (
             name, counts['tests'], counts['failures'], counts['errors'], counts['skipped'], ''.join(cases)))
+    if report.get('nothing_audited'):
+        # A CI system reading an empty suite would show green; a run that audited nothing is an error.
+        message = _xml_attr('nothing audited: %s' % report['nothing_audited'])
+        suites.append('<testsuite name="homelab.postmortem" tests="1" failures="0" errors="1" skipped="0">'
+                      '<testcase classname="homelab.postmortem" name="hosts"><error message="%s" type="nothing_audited">'
+                      '%s</error></testcase></testsuite>' % (message, _xml(report['nothing_audited'])))
+        totals['tests'] += 1
+        totals['errors'] += 1
     yield '<testsuites name="homelab.postmortem" tests="%d" failures="%d" errors="%d" skipped="%d">' % (
         totals['tests'], totals['failures'], totals['errors'], totals['skipped'])
     for suite in suites:
@@ -403,135 +428,6 @@ def to_junit(report):
 
 def render_html(report):
     return ''.join(report_html.render_html_parts(report, hosts_findings_json(report)))
-
-
-def fix_text(finding):
-    """The remediation named in one phrase: role and vars, module, or the first manual step."""
-    remediation = finding.get('remediation') or {}
-    parts = []
-    if remediation.get('role'):
-        role_vars = remediation.get('vars') or {}
-        parts.append('role %s%s' % (remediation['role'], (' with %s' % json.dumps(role_vars, sort_keys=True)) if role_vars else ''))
-    if remediation.get('module'):
-        parts.append('module %s' % remediation['module'])
-    if not parts and remediation.get('manual'):
-        parts.append(_one_line(remediation['manual'][0], 200))
-    text = ' or '.join(parts) or 'see the docs page'
-    if remediation.get('disruption') and remediation.get('disruption') != 'none':
-        text += ' (disruption: %s)' % remediation['disruption']
-    return text
-
-
-# Up to this many hosts the summary shows the host x check table; above it, counts per check
-# and status. The attention list names at most ATTENTION_HOSTS hosts, worst first.
-TABLE_HOSTS = 40
-ATTENTION_HOSTS = 20
-
-
-def _host_rank(entry):
-    if entry['state'] != 'audited':
-        return STATUS_RANK['error']  # as the fail threshold counts it
-    return max([STATUS_RANK[f.get('status', 'error')] for f in entry['findings'].values()] or [0])
-
-
-def _attention(entry, checks):
-    if entry['state'] != 'audited':
-        return ['%s: %s (not audited): %s' % (entry['name'], entry['state'], entry['reason'])]
-    lines = []
-    for cid in checks:
-        finding = entry['findings'].get(cid)
-        if finding and finding.get('status') in ('affected', 'at_risk', 'error', 'unknown'):
-            lines.append('%s %s [%s] %s' % (entry['name'], cid, finding['status'], _one_line(finding.get('summary'))))
-            lines.append('    fix: %s; docs: docs/%s.md' % (fix_text(finding), cid))
-    return lines
-
-
-def _table(rows):
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(rows[0]))]
-    return ['  '.join(str(cell).ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
-
-
-def summary_lines(report, paths):
-    """A summary at any fleet size: the host table for small fleets, counts per check and status for
-    large ones; the worst ATTENTION_HOSTS hosts with what to do; totals; where the full report is."""
-    checks = [c['id'] for c in report['checks']]
-    hosts = report['hosts']
-    lines = ['homelab.postmortem audit: %d host(s), %d check(s)' % (len(hosts), len(checks)), '']
-    if len(hosts) <= TABLE_HOSTS:
-        rows = [['HOST'] + checks]
-        for entry in hosts:
-            if entry['state'] != 'audited':
-                rows.append([entry['name']] + [entry['state'].upper()] * len(checks))
-            else:
-                rows.append([entry['name']] + [effective_status(entry, c) or '-' for c in checks])
-        lines += _table(rows)
-    else:
-        shown = [s for s in reversed(STATUSES + HOST_PROBLEMS) if s in report['totals']]
-        rows = [['CHECK'] + shown]
-        for cid in checks:
-            counts = dict((s, 0) for s in shown)
-            for entry in hosts:
-                status = effective_status(entry, cid)
-                if status in counts:
-                    counts[status] += 1
-            rows.append([cid] + [counts[s] or '-' for s in shown])
-        lines += ['Hosts per check and status:'] + ['  ' + line for line in _table(rows)]
-    needing = sorted((e for e in hosts if _attention(e, checks)), key=lambda e: -_host_rank(e))
-    if needing:
-        lines += ['', 'Needs attention (%d host(s)%s):' % (
-            len(needing), ', the worst %d shown' % ATTENTION_HOSTS if len(needing) > ATTENTION_HOSTS else '')]
-        for entry in needing[:ATTENTION_HOSTS]:
-            lines += ['  ' + a for a in _attention(entry, checks)]
-        if len(needing) > ATTENTION_HOSTS:
-            lines.append('  ... and %d more host(s): every host is in the reports below' % (len(needing) - ATTENTION_HOSTS))
-    else:
-        lines += ['', 'Nothing needs attention.']
-    if any('before' in e or 'remediation' in e for e in hosts):
-        lines += [''] + remediation_lines(report)
-    totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
-    lines += ['', 'Totals: ' + (totals or 'nothing ran')]
-    if paths:
-        lines.append('Reports: ' + '  '.join(paths[k] for k in ('html', 'json', 'junit') if k in paths))
-    return lines
-
-
-OPEN = ('affected', 'at_risk')
-
-
-def remediation_lines(report):
-    """Before against after: findings fixed, still open, new; the hosts that changed (at most ATTENTION_HOSTS)."""
-    fixed = still = new = 0
-    changed = []
-    for entry in report['hosts']:
-        before = entry.get('before') or {}
-        after = dict((cid, f.get('status')) for cid, f in entry['findings'].items())
-        moves = []
-        for cid in sorted(set(before) | set(after)):
-            was, now = before.get(cid), after.get(cid, entry['state'] if entry['state'] != 'audited' else None)
-            if was in OPEN and now not in OPEN:
-                fixed += 1
-                moves.append('%s %s -> %s' % (cid, was, now))
-            elif was in OPEN:
-                still += 1
-            elif now in OPEN:
-                new += 1
-                moves.append('%s %s -> %s' % (cid, was, now))
-        if moves:
-            changed.append('%s: %s' % (entry['name'], ', '.join(moves)))
-    lines = ['Remediation: %d finding(s) fixed, %d still open, %d new' % (fixed, still, new)]
-    lines += ['  ' + line for line in changed[:ATTENTION_HOSTS]]
-    if len(changed) > ATTENTION_HOSTS:
-        lines.append('  ... and %d more host(s) changed: see the reports' % (len(changed) - ATTENTION_HOSTS))
-    for state, label in (('failed', 'remediation FAILED'), ('lost', 'LOST during remediation'),
-                         ('not_run', 'remediation not run')):
-        hit = [e for e in report['hosts'] if (e.get('remediation') or {}).get('state') == state]
-        for entry in hit[:ATTENTION_HOSTS]:
-            record = entry['remediation']
-            where = " in '%s'" % _one_line(record['task'], 200) if record.get('task') else ''
-            lines.append('  %s: %s%s: %s' % (entry['name'], label, where, _one_line(record.get('reason'), 400)))
-        if len(hit) > ATTENTION_HOSTS:
-            lines.append('  ... and %d more host(s) with %s: see the reports' % (len(hit) - ATTENTION_HOSTS, label))
-    return lines
 
 
 def _atomic_write(path, parts):

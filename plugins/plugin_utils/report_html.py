@@ -104,7 +104,12 @@ __REPORT_CHUNKS__
   }
 
   document.getElementById("meta").textContent = report.generator + " \u2014 generated " + report.generated_at +
-    " \u2014 " + report.hosts.length + " host(s), " + report.checks.length + " check(s)";
+    " \u2014 " + report.hosts.length + " host(s), " + report.checks.length + " check(s)" +
+    (report.check_mode ? " \u2014 CHECK MODE: nothing was changed" : "");
+  if (report.nothing) {
+    document.getElementById("totals").appendChild(el("strong", {"id": "nothing-audited"},
+      "NOTHING WAS AUDITED: " + report.nothing + ". This is not an older run's report."));
+  }
   var totals = document.getElementById("totals");
   STATES.forEach(function (s) {
     if (report.totals[s]) { totals.appendChild(el("span", {"data-total": s}, s + ": " + report.totals[s])); }
@@ -237,8 +242,14 @@ __REPORT_CHUNKS__
       li.appendChild(document.createTextNode(" " + i.summary));
       return li;
     });
-    // Nothing to fix where nothing is wrong or the check does not apply.
-    var remediation = (f.status === "ok" || f.status === "not_applicable") ? {} : (f.remediation || {});
+    // A fix only for what was found (affected, at_risk): not where nothing is wrong, and not for a
+    // finding the audit could not decide (unknown, error), where a restart would be a guess.
+    var measured = f.status === "affected" || f.status === "at_risk";
+    var remediation = measured ? (f.remediation || {}) : {};
+    if (f.status === "unknown" || f.status === "error") {
+      box.appendChild(el("p", {"class": "no-fix"}, "No fix offered: the audit could not tell (" + f.status +
+        "); the summary above says why."));
+    }
     var automated = remediation.role || remediation.module;
     if (automated) {
       box.appendChild(el("h3", {}, "Fix"));
@@ -296,9 +307,14 @@ def index(report):
         remediation = entry.get('remediation') or {}
         if remediation.get('state') in ('failed', 'lost', 'not_run'):  # the hosts a remediation run left alone or broke on
             host['m'] = {'s': remediation['state'], 'r': remediation.get('reason') or '', 't': remediation.get('task')}
-    return {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': report['checks'],
-            'statuses': report['statuses'], 'totals': report['totals'], 'hosts': hosts, 'chunk': CHUNK,
-            'codes': dict((v, k) for k, v in CODES.items())}
+    found = {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': report['checks'],
+             'statuses': report['statuses'], 'totals': report['totals'], 'hosts': hosts, 'chunk': CHUNK,
+             'codes': dict((v, k) for k, v in CODES.items())}
+    if report.get('nothing_audited'):
+        found['nothing'] = report['nothing_audited']
+    if (report.get('run') or {}).get('check_mode'):
+        found['check_mode'] = True
+    return found
 
 
 def render_html_parts(report, findings_text):

@@ -38,8 +38,8 @@ def test_fleet_run_reports_every_host_and_writes_all_formats(tmp_path):
     assert os.path.getsize(os.path.join(run.report_dir, 'postmortem.html')) > 5000
 
     # The terminal summary names every host and where the reports went.
-    assert 'deadhost   UNREACHABLE' in run.output
-    assert 'Reports: %s' % os.path.join(run.report_dir, 'postmortem.html') in run.output
+    assert 'not audited: deadhost (unreachable), nopython (failed)' in run.output
+    assert 'Full report: %s' % os.path.join(run.report_dir, 'postmortem.html') in run.output
 
 
 def test_fail_threshold_fails_the_run_after_writing_the_report(tmp_path):

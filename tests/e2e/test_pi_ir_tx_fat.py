@@ -125,6 +125,9 @@ def test_role_on_fat_check_converge_idempotence(fat_image, tmp_path):
     assert recap(converge.stdout)['changed'] == '1' and recap(converge.stdout)['failed'] == '0'
     assert (boot / 'config.txt').read_bytes() == FIXED
     assert len([p for p in boot.iterdir() if p.name.endswith('.bak')]) == 1
+    # An image is never rebooted: the role says when the fix takes effect instead.
+    assert 'takes effect on the next Pi that boots from it' in converge.stdout
+    assert 'Reboot required' not in converge.stdout and 'pi_ir_tx_reboot: true' not in converge.stdout
 
     again = _role_play(tmp_path, root, check=False)
     assert again.returncode == 0, again.stdout + again.stderr

@@ -36,7 +36,10 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in checked.output  # the exact diff
     assert checked.host('pi-image')['before']['pi_ir_tx'] == 'at_risk'
     assert checked.finding('pi-image', 'pi_ir_tx')['status'] == 'at_risk'
-    assert 'Remediation: 0 finding(s) fixed, 1 still open, 0 new' in checked.output
+    # A check run says so: nothing was changed, a real run would fix what is still open.
+    assert 'Remediation (CHECK MODE: nothing was changed): 0 finding(s) fixed, 1 still open, 0 new' in checked.output
+    assert 'a run without --check would apply the fixes for the 1 still open' in checked.output
+    assert checked.report['run']['check_mode'] is True
 
     done = remediate(tmp_path / 'real', inventory)
     assert 'dtoverlay=gpio-ir-tx,gpio_pin=17' in config.read_text()

@@ -60,6 +60,7 @@ def test_declarations(detection):
     assert detection.ID.startswith(detection.GROUP + '_') and detection.GROUP in registry.GROUPS
     assert detection.TITLE and detection.REFERENCES
     assert set(detection.APPLIES) == {'image', 'binary', 'root'}
+    assert callable(getattr(detection, 'absent', callable))  # optional: why there is nothing to judge
     assert isinstance(detection.APPLIES['image'], bool)
     assert isinstance(detection.PROBES, tuple)
     assert settings.check_spec(detection.SETTINGS) == []

@@ -398,3 +398,13 @@ def test_failed_joins_before_the_join_count_is_raised_are_counted(tmp_path):
     finding = registry.run_one(ctx, det)
     assert finding['status'] == 'at_risk'
     assert 'could not find subnet' in finding['evidence']['instances'][0]['evidence']['tasks'][0]['error']
+
+
+def test_without_root_no_socket_is_said_as_no_daemon_not_needs_root(tmp_path):
+    """A user without root on a host with no Docker at all used to read "Needs root"."""
+    settings = registry.validate_settings({'docker_overlay_sandbox': {'socket': 'unix://%s' % (tmp_path / 'docker.sock')}})
+    absent = registry.run_one(AuditContext(settings=settings, euid=1000), det)
+    assert (absent['status'], absent['summary']) == ('not_applicable', 'No Docker daemon socket at %s.' % (tmp_path / 'docker.sock'))
+    (tmp_path / 'docker.sock').write_text('')
+    present = registry.run_one(AuditContext(settings=settings, euid=1000), det)
+    assert present['status'] == 'unknown' and present['summary'].startswith('Needs root')

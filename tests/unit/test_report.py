@@ -4,6 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary
 
 CHECKS = [('pi_ir_tx', 'Pi IR'), ('llama_sleep_race', 'Sleep race')]
 
@@ -72,15 +73,52 @@ def test_junit_maps_statuses(fleet):
 
 
 def test_summary_lines(fleet):
-    lines = report.summary_lines(fleet, {'html': '/r/postmortem.html', 'json': '/r/postmortem.json'})
+    lines = report_summary.summary_lines(fleet, {'html': '/r/postmortem.html', 'json': '/r/postmortem.json'})
     text = '\n'.join(lines)
-    assert 'pi1     affected        not_applicable' in text
-    assert 'dead    UNREACHABLE     UNREACHABLE' in text
-    assert 'pi1 pi_ir_tx [affected] IR broken' in text
-    assert '      fix: fix; docs: docs/pi_ir_tx.md' in text
-    assert 'dead: unreachable (not audited): Failed to connect to the host via ssh' in text
+    assert lines[0] == 'homelab.postmortem audit: 5 host(s), 2 check(s)'
+    assert '  CHECK             affected  at_risk  n/a' in text
+    assert '  pi_ir_tx                 1        -    1' in text
+    assert '  pi_ir_tx: affected pi1' in text and '  llama_sleep_race: at_risk gpu' in text
+    assert '  not audited: dead (unreachable), broken (failed), gone (failed)' in text
+    assert '  pi1: pi_ir_tx [affected]\n      IR broken\n      fix: fix' in text
+    assert '  dead: unreachable (not audited)\n      Failed to connect to the host via ssh' in text
     assert 'Totals: not_applicable 2, at_risk 1, affected 1, unreachable 1, failed 2' in text
-    assert lines[-1] == 'Reports: /r/postmortem.html  /r/postmortem.json'
+    assert lines[-2:] == ['Full report: /r/postmortem.html', '             /r/postmortem.json']
+    assert max(len(line) for line in lines) <= 100
+
+
+def test_an_unmeasured_finding_is_offered_no_fix():
+    """unknown and error say the audit could not tell: a fix (a restart, a reboot) is never offered for them."""
+    restart = {'role': 'homelab.postmortem.llama_server', 'vars': {}, 'module': None, 'manual': [], 'disruption': 'restart'}
+    unknown = dict(finding('llama_sleep_race', 'unknown', 'could not read the unit'), remediation=restart)
+    built = report.build(['gpu'], {'gpu': audited(llama_sleep_race=unknown)}, CHECKS, '0.2.0')
+    text = '\n'.join(report_summary.summary_lines(built, {}))
+    assert '  gpu: llama_sleep_race [unknown]\n      could not read the unit\n      no fix offered' in text
+    assert 'fix:' not in text and 'disruption' not in text
+
+
+def test_nothing_audited_is_a_report_of_its_own():
+    scope = {'host_pattern': 'web*', 'inventory': ['/srv/inv.yml'], 'limit': None, 'check_mode': False}
+    empty = report.build([], {}, CHECKS, '0.2.0', scope=scope)
+    assert empty['nothing_audited'] == "no host matched 'web*' in /srv/inv.yml" and empty['hosts'] == []
+    lines = report_summary.summary_lines(empty, {'json': '/r/postmortem.json'})
+    assert "NOTHING WAS AUDITED: no host matched 'web*' in /srv/inv.yml." in lines
+    assert report_summary.gate_lines(empty, 'never', True, True, []) == ['Gate: FAILED: nothing was audited (postmortem_fail_on_no_hosts: true).']
+    assert json.loads(report.to_json(empty))['nothing_audited'].startswith('no host matched')
+    junit = ET.fromstring(report.to_junit(empty))
+    assert junit.get('errors') == '1' and junit.find('.//error').get('type') == 'nothing_audited'
+    assert 'NOTHING WAS AUDITED' in report.render_html(empty)
+    limited = report.build([], {}, CHECKS, '0.2.0', scope=dict(scope, limit='db1'))
+    assert limited['nothing_audited'].endswith('with --limit db1')
+
+
+@pytest.mark.parametrize('fail_on,expected', [
+    ('never', 'Gate: off (postmortem_fail_on: never); at_risk would fail it: 2 finding(s), 3 unaudited host(s).'),
+    ('affected', 'Gate: FAILED: 1 finding(s) at or above affected and 3 host(s) not audited.'),
+])
+def test_the_gate_says_what_it_decided_or_would_have(fleet, fail_on, expected):
+    hits = report.threshold_reached(fleet, fail_on, True)
+    assert report_summary.gate_lines(fleet, fail_on, True, True, hits) == [expected]
 
 
 def embedded(page, element_id):
@@ -122,17 +160,18 @@ def test_write_is_atomic_and_complete(tmp_path, fleet):
 
 def test_nothing_needs_attention_is_said():
     healthy = report.build(['pi1'], {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}, CHECKS, '0.1.0')
-    assert 'Nothing needs attention.' in report.summary_lines(healthy, {})
+    assert 'Nothing needs attention.' in report_summary.summary_lines(healthy, {})
+    assert report_summary.gate_lines(healthy, 'never', True, True, []) == ['Gate: off (postmortem_fail_on: never).']
 
 
 def test_fix_text_names_role_vars_module_and_disruption():
     remediation = {'role': 'homelab.postmortem.pi_ir_tx', 'vars': {'pi_ir_tx_reboot': True}, 'module': None,
                    'manual': ['edit config.txt'], 'disruption': 'reboot'}
-    assert report.fix_text({'remediation': remediation}) == \
+    assert report_summary.fix_text({'remediation': remediation}) == \
         'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)'
     module_fix = dict(remediation, role=None, vars={}, module='homelab.postmortem.podman_safe_export', disruption='none')
-    assert report.fix_text({'remediation': module_fix}) == 'module homelab.postmortem.podman_safe_export'
-    assert report.fix_text({'remediation': {'manual': ['Restart it.'], 'disruption': 'none'}}) == 'Restart it.'
+    assert report_summary.fix_text({'remediation': module_fix}) == 'module homelab.postmortem.podman_safe_export'
+    assert report_summary.fix_text({'remediation': {'manual': ['Restart it.'], 'disruption': 'none'}}) == 'Restart it.'
 
 
 def test_a_report_path_that_is_a_file_is_said_in_words(tmp_path, fleet):
@@ -173,7 +212,7 @@ def test_one_malformed_host_result_is_that_hosts_error_only(facts, reason):
     assert (bad['state'], bad['reason']) == ('failed', reason)
     assert fleet['hosts'][1]['state'] == 'audited'
     ET.fromstring(report.to_junit(fleet))
-    report.summary_lines(fleet, {})
+    report_summary.summary_lines(fleet, {})
 
 
 def test_the_summary_stays_a_summary_at_ten_thousand_hosts():
@@ -184,19 +223,48 @@ def test_the_summary_stays_a_summary_at_ten_thousand_hosts():
         results[host] = audited(pi_ir_tx=finding('pi_ir_tx', status), llama_sleep_race=finding('llama_sleep_race', 'ok'))
     results['h00007'] = None  # never answered
     fleet_report = report.build(hosts, results, CHECKS, '0.2.0')
-    lines = report.summary_lines(fleet_report, {'json': '/r/postmortem.json'})
+    lines = report_summary.summary_lines(fleet_report, {'json': '/r/postmortem.json'})
     text = '\n'.join(lines)
-    assert len(lines) < 80, len(lines)
-    assert 'Hosts per check and status:' in text and 'h09999' not in text.split('Needs attention', maxsplit=1)[0]
+    assert len(lines) <= 60, len(lines)
     affected = sum(1 for i in range(10000) if i % 97 == 0)
     at_risk = sum(1 for i in range(10000) if i % 13 == 0 and i % 97 != 0)
     assert ('pi_ir_tx' in text and str(affected) in text and str(at_risk) in text)
-    assert 'Needs attention (%d host(s), the worst 20 shown):' % (affected + at_risk + 1) in text
+    assert '  pi_ir_tx: affected h00000, h00097, h00194 +%d more; at_risk h00013, h00026, h00039 +%d more' % (
+        affected - 3, at_risk - 3) in text
+    assert 'Worst finding per host (%d host(s) need attention, the worst 8 shown):' % (affected + at_risk + 1) in text
     # The worst come first: affected hosts, in inventory order.
-    attention = text.split('Needs attention', 1)[1].splitlines()
-    assert attention[1] == '  h00000 pi_ir_tx [affected] s' and attention[3].startswith('  h00097 pi_ir_tx [affected]')
-    assert '... and %d more host(s)' % (affected + at_risk + 1 - 20) in text
-    assert lines[-1] == 'Reports: /r/postmortem.json'
+    worst = text.split('Worst finding per host', 1)[1].splitlines()
+    assert worst[1:4] == ['  h00000: pi_ir_tx [affected]', '      s', '      fix: fix'] and worst[4] == '  h00097: pi_ir_tx [affected]'
+    assert '... and %d more host(s)' % (affected + at_risk + 1 - 8) in text
+    assert lines[-1] == 'Full report: /r/postmortem.json'
+
+
+def test_every_host_failing_every_check_still_fits_a_screen():
+    """10,000 hosts, twelve checks, every finding affected, a remediation that failed on many: the
+    summary stays under about 60 lines of at most 100 columns."""
+    ids = ['check_number_%02d_with_a_long_name' % i for i in range(12)]
+    checks = [(cid, cid) for cid in ids]
+    results, before, remediation = {}, {}, {}
+    for index in range(10000):
+        host = 'a-rather-long-host-name-%05d.example.internal' % index
+        results[host] = audited(**dict((cid, finding(cid, 'affected', 'x' * 300)) for cid in ids))
+        before[host] = results[host]
+        remediation[host] = {'state': ('failed', 'lost', 'not_run')[index % 3], 'task': 'T' * 300, 'reason': 'r' * 900}
+    built = report.build(list(results), results, checks, '0.2.0', before=before, remediation=remediation)
+    lines = report_summary.summary_lines(built, {'html': '/r/postmortem.html', 'json': '/r/j', 'junit': '/r/x'})
+    lines += report_summary.gate_lines(built, 'never', True, True, [])
+    assert len(lines) <= 60, len(lines)
+    assert max(len(line) for line in lines) <= 100
+
+
+def test_a_failed_module_is_summarised_by_its_cause_not_its_last_line():
+    """pyenv's shim on these machines, when the interpreter it names is not installed (seen here: rc 127)."""
+    result = {'failed': True, 'rc': 127, 'msg': 'The module failed to execute correctly, you probably need to set the interpreter.',
+              'module_stderr': ("pyenv: python3.13: command not found\n\nThe `python3.13' command exists in these Python "
+                                "versions:\n  3.13.0\n\nNote: See 'pyenv help global' for tips on allowing both\n"
+                                "      python2 and python3 to be found at the same time.\n")}
+    reason = report.host_entry('pi', result)['reason']
+    assert '(module stderr: pyenv: python3.13: command not found / ' in reason
 
 
 def test_before_and_after_are_counted():
@@ -206,11 +274,11 @@ def test_before_and_after_are_counted():
              'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'affected')), 'pi3': None}
     built = report.build(['pi1', 'pi2', 'pi3'], after, CHECKS, '0.2.0', before=before)
     assert built['hosts'][0]['before'] == {'pi_ir_tx': 'at_risk', 'llama_sleep_race': 'ok'}
-    lines = report.remediation_lines(built)
+    lines = report_summary.remediation_lines(built)
     assert lines[0] == 'Remediation: 1 finding(s) fixed, 1 still open, 1 new'
     assert lines[1] == '  pi1: llama_sleep_race ok -> at_risk, pi_ir_tx at_risk -> ok'
-    assert 'Remediation:' in '\n'.join(report.summary_lines(built, {}))
-    assert 'Remediation:' not in '\n'.join(report.summary_lines(report.build(['pi1'], after, CHECKS, '0.2.0'), {}))
+    assert 'Remediation:' in '\n'.join(report_summary.summary_lines(built, {}))
+    assert 'Remediation:' not in '\n'.join(report_summary.summary_lines(report.build(['pi1'], after, CHECKS, '0.2.0'), {}))
 
 
 def test_the_fast_copy_falls_back_where_json_is_not_strict():
@@ -293,7 +361,7 @@ def test_failed_and_skipped_remediation_is_named():
                    'pi4': None}
     built = report.build(['pi1', 'pi2', 'pi3'], after, CHECKS, '0.2.0', before=before, remediation=remediation)
     assert built['hosts'][0]['remediation'] == {'state': 'fixed', 'roles': ['homelab.postmortem.pi_ir_tx']}
-    lines = report.remediation_lines(built)
+    lines = report_summary.remediation_lines(built)
     assert lines[0] == 'Remediation: 1 finding(s) fixed, 2 still open, 0 new'
     assert "  pi2: remediation FAILED in 'Apply the overlay fix': could not replace /boot: Read-only" in lines
     assert '  pi3: remediation not run: not touched: the run stopped after pi2 failed in an earlier batch' in lines

@@ -337,6 +337,12 @@ def _exec_root_evidence(evidence, assumed, per_network):
                         exec_root_from='%s; no running container showed it by its sandbox key' % assumed['from'])
 
 
+def absent(ctx):
+    """Why there is no daemon to judge (asked before root is required; the socket's directory is world-readable)."""
+    path = docker_api.socket_path(ctx.settings_for(_SELF)['socket'])
+    return None if os.path.lexists(path) else 'No Docker daemon socket at %s.' % path
+
+
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
     path = docker_api.socket_path(settings['socket'])

@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The audit's interface: every ``postmortem_*`` variable the playbooks read, declared once.
+
+audit_validate checks a run's variables against this before any host is contacted, so a
+misspelled variable (``postmortem_check``) stops the run with a "did you mean" instead of being
+ignored, and every error names the variable the user set. Names the playbooks and modules set
+themselves are OUTPUTS (documented results) or start with INTERNAL_PREFIX (working variables),
+so they can never be taken for a user's mistake.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import difflib
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import DEFAULT_COMMAND_TIMEOUT, DEFAULT_DETECTION_TIMEOUT
+
+PREFIX = 'postmortem_'
+INTERNAL_PREFIX = '_postmortem_'
+DEFAULT_TASK_TIMEOUT = 1800
+FAIL_ON_CHOICES = ('never',) + STATUSES
+
+# name: (type, default, playbooks that read it, description). Types: str, list, dict, bool, seconds,
+# path, status, serial. Order: as the README lists them.
+VARIABLES = (
+    ('postmortem_hosts', 'str', 'all', ('audit', 'remediate'), 'Host pattern to audit.'),
+    ('postmortem_checks', 'list', ['all'], ('audit', 'remediate'),
+     'Detection ids and groups, gather_subset style (all, a group, an id, !exclusions).'),
+    ('postmortem_probes', 'list', [], ('audit', 'remediate'), 'Opt-in probes to run.'),
+    ('postmortem_root', 'path', '/', ('audit', 'remediate'), 'Alternate filesystem root, for image audits (per host).'),
+    ('postmortem_settings', 'dict', {}, ('audit', 'remediate'), 'Per-detection settings.'),
+    ('postmortem_report_dir', 'path', 'postmortem-report', ('audit', 'remediate'), 'Where the reports go.'),
+    ('postmortem_fail_on', 'status', 'never', ('audit', 'remediate'),
+     'Fail when a finding is at or above this status.'),
+    ('postmortem_fail_on_unaudited', 'bool', True, ('audit', 'remediate'),
+     'Hosts that could not be audited fail the gate too.'),
+    ('postmortem_fail_on_no_hosts', 'bool', True, ('audit', 'remediate'),
+     'Fail when the run audited no host at all (an empty inventory, a pattern or --limit that matches nothing).'),
+    ('postmortem_become', 'bool', False, ('audit', 'remediate'), 'Run the audit with become.'),
+    ('postmortem_command_timeout', 'seconds', DEFAULT_COMMAND_TIMEOUT, ('audit', 'remediate'),
+     'Seconds one host command may take.'),
+    ('postmortem_detection_timeout', 'seconds', DEFAULT_DETECTION_TIMEOUT, ('audit', 'remediate'),
+     "Seconds one detection's commands may take together."),
+    ('postmortem_task_timeout', 'seconds', DEFAULT_TASK_TIMEOUT, ('audit', 'remediate'),
+     'Seconds the whole audit task (and each task of a fix) may take on a host: the last guard.'),
+    ('postmortem_remediate', 'remediate', ['all'], ('remediate',), "Detection ids whose fixes may run ('all': every one)."),
+    ('postmortem_serial', 'serial', 1, ('remediate',), 'Hosts per remediation batch: a number or a percentage.'),
+)
+NAMES = tuple(v[0] for v in VARIABLES)
+DEFAULTS = dict((v[0], v[2]) for v in VARIABLES)
+
+# Set by the modules and playbooks, documented as results: never the user's input.
+OUTPUTS = ('postmortem', 'postmortem_run', 'postmortem_gather', 'postmortem_before', 'postmortem_remediation')
+
+# Tags Ansible itself gives a meaning to; every other tag must name a detection.
+ANSIBLE_SPECIAL_TAGS = ('all', 'always', 'never', 'tagged', 'untagged')
+
+
+def is_ours(name):
+    """Whether ``name`` is in our namespace and must therefore be one we know."""
+    return name.startswith(PREFIX) and name not in OUTPUTS
+
+
+def unknown_variables(names):
+    """[(name, suggestion or None)] for every postmortem_* name that is neither an input nor an output."""
+    found = []
+    for name in sorted(set(names)):
+        if is_ours(name) and name not in NAMES:
+            # Compared without the shared prefix, which would make every name look alike.
+            close = difflib.get_close_matches(name[len(PREFIX):], [n[len(PREFIX):] for n in NAMES], n=1, cutoff=0.6)
+            found.append((name, PREFIX + close[0] if close else None))
+    return found
+
+
+def describe_unknown(found):
+    parts = []
+    for name, suggestion in found:
+        parts.append('%s is not a variable of homelab.postmortem%s' % (
+            name, (' (did you mean %s?)' % suggestion) if suggestion else ''))
+    return parts
+
+
+def _list(value, name):
+    if isinstance(value, str):
+        return [value]
+    if not isinstance(value, (list, tuple)):
+        raise registry.SelectionError('%s must be a list, got %s' % (name, type(value).__name__))
+    return list(value)
+
+
+# Beyond a day per command, or a week per task, a "timeout" is a typo; and 10**10 breaks select().
+MAX_SECONDS = 7 * 24 * 3600
+
+
+def seconds(value, name):
+    if isinstance(value, bool):
+        raise registry.SelectionError('%s must be a whole number of seconds, got %r' % (name, value))
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise registry.SelectionError('%s must be a whole number of seconds, got %r' % (name, value))
+    if number < 1:
+        raise registry.SelectionError('%s must be at least 1 second, got %d' % (name, number))
+    if number > MAX_SECONDS:
+        raise registry.SelectionError('%s must be at most %d seconds (a week), got %d' % (name, MAX_SECONDS, number))
+    return number
+
+
+_TRUE = ('true', 'yes', 'on', '1', 't', 'y')
+_FALSE = ('false', 'no', 'off', '0', 'f', 'n')
+
+
+def boolean(value, name):
+    """What Ansible's ``bool`` filter accepts, and nothing else."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise registry.SelectionError('%s must be true or false, got %r' % (name, value))
+
+
+def serial(value, name):
+    """Ansible's serial: a number of hosts, a percentage, or a list of those (batches that grow)."""
+    values = value if isinstance(value, (list, tuple)) else [value]
+    if not values:
+        raise registry.SelectionError('%s must not be an empty list' % name)
+    for item in values:
+        text = str(item).strip()
+        number = text[:-1] if text.endswith('%') else text
+        if isinstance(item, bool) or not number.isdigit() or int(number) < 1 or (text.endswith('%') and int(number) > 100):
+            raise registry.SelectionError('%s must be a number of hosts (at least 1) or a percentage (1%% to 100%%), got %r'
+                                          % (name, item))
+    return value
+
+
+def remediation_selection(value, name):
+    """postmortem_remediate: 'all', or ids of detections that have a remediation role."""
+    items = _list(value, name)
+    with_role = [d.ID for d in registry.DETECTIONS if d.REMEDIATION.get('role')]
+    problems = []
+    for item in items:
+        if item == 'all' or item in with_role:
+            continue
+        if item in registry.BY_ID:
+            problems.append('%s has no remediation role (the fix is manual: see docs/%s.md)' % (item, item))
+            continue
+        close = difflib.get_close_matches(str(item), with_role + ['all'], n=1, cutoff=0.6)
+        problems.append('%r is not a detection with a remediation role%s; those are: %s' % (
+            item, (' (did you mean %s?)' % close[0]) if close else '', ', '.join(with_role)))
+    if problems:
+        raise registry.SelectionError('; '.join(problems))
+    return items
+
+
+def check_value(name, value, probes_for=None):
+    """The problem with one variable's value, as a message naming the variable; None when it is fine."""
+    kind = dict((v[0], v[1]) for v in VARIABLES)[name]
+    try:
+        if kind == 'list' and name == 'postmortem_checks':
+            registry.select(_list(value, name))
+        elif kind == 'list' and name == 'postmortem_probes':
+            registry.validate_probes(_list(value, name), probes_for if probes_for is not None else registry.DETECTIONS)
+        elif kind == 'dict':
+            registry.validate_settings(value)
+        elif kind == 'status':
+            if value not in FAIL_ON_CHOICES:
+                return '%s: %r is not one of %s' % (name, value, ', '.join(FAIL_ON_CHOICES))
+        elif kind == 'seconds':
+            seconds(value, name)
+        elif kind == 'bool':
+            boolean(value, name)
+        elif kind == 'serial':
+            serial(value, name)
+        elif kind == 'remediate':
+            remediation_selection(value, name)
+        elif kind in ('str', 'path'):
+            if not isinstance(value, str) or not value.strip():
+                return '%s must be a non-empty string, got %r' % (name, value)
+    except registry.SelectionError as exc:
+        text = str(exc)
+        return text if text.startswith(name) else '%s: %s' % (name, text)
+    return None
+
+
+def check_tags(run_tags, skip_tags):
+    """Problems with --tags/--skip-tags: each must be a detection id, or one of Ansible's own."""
+    known = set(registry.BY_ID) | set(ANSIBLE_SPECIAL_TAGS)
+    found = []
+    for option, tags in (('--tags', run_tags), ('--skip-tags', skip_tags)):
+        for tag in tags or ():
+            if tag in known:
+                continue
+            close = difflib.get_close_matches(tag, sorted(known), n=1, cutoff=0.6)
+            found.append('%s %s names no detection%s; known: %s' % (
+                option, tag, (' (did you mean %s?)' % close[0]) if close else '', ', '.join(registry.BY_ID)))
+    return found

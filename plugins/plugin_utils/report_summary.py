@@ -1,0 +1,281 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The terminal summary of a fleet report: it fits a screen at any fleet size.
+
+At most about 60 lines whatever the fleet (every host failing every check included), each line
+at most WIDTH columns, in a deterministic order: counts per check and status; per check, the
+first hosts that need attention; per host, only the worst finding with what to do, for the
+WORST_HOSTS worst hosts; the remediation's outcome; totals; what the gate decided (or would
+have, had it been on); where the full report is.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES
+
+WIDTH = 100
+LINES = 60
+WORST_HOSTS = 8
+MIN_WORST_HOSTS = 3
+REMEDIATION_HOSTS = 2
+HOST_PROBLEMS = ('unreachable', 'failed')
+OPEN = ('affected', 'at_risk')
+# Statuses that need a person: a fix, or a look at why the audit could not tell.
+ATTENTION = ('affected', 'at_risk', 'error', 'unknown')
+_SHORT = {'not_applicable': 'n/a', 'unreachable': 'unreach'}
+
+
+def one_line(text, limit=500):
+    """A text on one line: runs of whitespace (\\r\\n from ssh, tabs) folded to one space."""
+    return ' '.join(str(text or '').split())[:limit]
+
+
+def fit(line, width=WIDTH):
+    return line if len(line) <= width else line[:width - 3] + '...'
+
+
+def fix_text(finding):
+    """The remediation named in one phrase: role and vars, module, or the first manual step."""
+    remediation = finding.get('remediation') or {}
+    if not isinstance(remediation, dict):
+        return 'see the docs page'
+    parts = []
+    if remediation.get('role'):
+        role_vars = remediation.get('vars') or {}
+        try:
+            shown = (' with %s' % json.dumps(role_vars, sort_keys=True)) if role_vars else ''
+        except (TypeError, ValueError):
+            shown = ''
+        parts.append('role %s%s' % (one_line(remediation['role'], 200), shown))
+    if remediation.get('module'):
+        parts.append('module %s' % one_line(remediation['module'], 200))
+    manual = remediation.get('manual')
+    if not parts and isinstance(manual, (list, tuple)) and manual:
+        parts.append(one_line(manual[0], 200))
+    text = ' or '.join(parts) or 'see the docs page'
+    if remediation.get('disruption') and remediation.get('disruption') != 'none':
+        text += ' (disruption: %s)' % one_line(remediation['disruption'], 40)
+    return text
+
+
+def host_status(entry, check_id):
+    """A check's status on a host; a host that was not audited has its state for every check."""
+    if entry['state'] != 'audited':
+        return entry['state']
+    finding = entry['findings'].get(check_id)
+    return finding.get('status', 'error') if isinstance(finding, dict) else None
+
+
+def _rank(status):
+    # A host that could not be audited counts as error, as the fail threshold counts it.
+    return STATUS_RANK.get(status, STATUS_RANK['error'])
+
+
+def worst_finding(entry, checks):
+    """(check id, status) of the host's most serious finding that needs attention; report order
+    breaks ties. (None, state) for a host that was not audited; None when nothing needs attention."""
+    if entry['state'] != 'audited':
+        return None, entry['state']
+    best = None
+    for cid in checks:
+        status = host_status(entry, cid)
+        if status in ATTENTION and (best is None or _rank(status) > _rank(best[1])):
+            best = (cid, status)
+    return best
+
+
+def _counts_table(report, checks):
+    shown = [s for s in reversed(STATUSES) if s in report['totals']]
+    header = ['CHECK'] + [_SHORT.get(s, s) for s in shown]
+    rows = []
+    for cid in checks:
+        counts = dict((s, 0) for s in shown)
+        for entry in report['hosts']:
+            status = host_status(entry, cid) if entry['state'] == 'audited' else None
+            if status in counts:
+                counts[status] += 1
+        rows.append([cid] + [counts[s] or '-' for s in shown])
+    widths = [max(len(str(r[i])) for r in [header] + rows) for i in range(len(header))]
+    lines = []
+    for row in [header] + rows:
+        cells = [str(row[0]).ljust(widths[0])] + [str(c).rjust(widths[i + 1]) for i, c in enumerate(row[1:])]
+        lines.append(fit('  ' + '  '.join(cells).rstrip()))
+    return lines
+
+
+def _names(names, room):
+    """As many names as fit in ``room`` columns, then "+N more" (its width reserved)."""
+    shown, used = [], 0
+    for position, name in enumerate(names):
+        rest = len(names) - position - 1
+        reserve = len(' +%d more' % rest) if rest else 0
+        cost = len(name) + (2 if shown else 0)
+        if shown and used + cost + reserve > room:
+            break
+        shown.append(name)
+        used += cost
+    more = len(names) - len(shown)
+    return ', '.join(shown) + ((' +%d more' % more) if more else '')
+
+
+def _per_check(report, checks):
+    """Per check with hosts that need attention: the names that fit on its line per status, +N more."""
+    lines = []
+    for cid in checks:
+        by_status = {}
+        for entry in report['hosts']:
+            if entry['state'] == 'audited':
+                status = host_status(entry, cid)
+                if status in ATTENTION:
+                    by_status.setdefault(status, []).append(entry['name'])
+        if not by_status:
+            continue
+        statuses = sorted(by_status, key=lambda s: -_rank(s))
+        room = (WIDTH - len('  %s: ' % cid) - sum(len(s) + 3 for s in statuses)) // len(statuses)
+        parts = ['%s %s' % (status, _names(by_status[status], max(room, 12))) for status in statuses]
+        lines.append(fit('  %s: %s' % (cid, '; '.join(parts))))
+    unaudited = [e for e in report['hosts'] if e['state'] != 'audited']
+    if unaudited:
+        lines.append(fit('  not audited: %s' % _names(['%s (%s)' % (e['name'], e['state']) for e in unaudited],
+                                                       WIDTH - len('  not audited: '))))
+    return lines
+
+
+def _worst_hosts(report, checks, budget):
+    """The worst finding of the worst hosts, three lines each, in ``budget`` lines at most."""
+    needing = []
+    for position, entry in enumerate(report['hosts']):
+        worst = worst_finding(entry, checks)
+        if worst is not None:
+            needing.append((-_rank(worst[1]), position, entry, worst))
+    needing.sort(key=lambda item: item[:2])
+    if not needing:
+        return ['', 'Nothing needs attention.']
+    shown = max(MIN_WORST_HOSTS, min(WORST_HOSTS, (budget - 3) // 3))
+    lines = ['', 'Worst finding per host (%d host(s) need attention%s):' % (
+        len(needing), ', the worst %d shown' % shown if len(needing) > shown else '')]
+    for _rank_key, _position, entry, (cid, status) in needing[:shown]:
+        if cid is None:
+            lines.append(fit('  %s: %s (not audited)' % (entry['name'], status)))
+            lines.append(fit('      %s' % one_line(entry.get('reason'))))
+            lines.append('      fix: make the host reachable and auditable, then audit again')
+            continue
+        finding = entry['findings'][cid]
+        others = sum(1 for c in checks if c != cid and host_status(entry, c) in ATTENTION)
+        lines.append(fit('  %s: %s [%s]%s' % (entry['name'], cid, status, (' (+%d more on this host)' % others) if others else '')))
+        lines.append(fit('      %s' % one_line(finding.get('summary'))))
+        if status in OPEN:
+            lines.append(fit('      fix: %s' % fix_text(finding)))
+        else:
+            # Nothing was measured to fix: say so rather than offer a restart for a guess.
+            lines.append(fit('      no fix offered: the audit could not tell (%s); the reason is above' % status))
+    if len(needing) > shown:
+        lines.append('  ... and %d more host(s): every host and finding is in the full report' % (len(needing) - shown))
+    return lines
+
+
+def remediation_lines(report):
+    """Before against after, in at most about 8 lines: findings fixed, still open, new; what failed."""
+    fixed = still = new = 0
+    changed = []
+    for entry in report['hosts']:
+        before = entry.get('before') or {}
+        after = dict((cid, f.get('status')) for cid, f in entry['findings'].items())
+        moves = []
+        for cid in sorted(set(before) | set(after)):
+            was, now = before.get(cid), after.get(cid, entry['state'] if entry['state'] != 'audited' else None)
+            if was in OPEN and now not in OPEN:
+                fixed += 1
+                moves.append('%s %s -> %s' % (cid, was, now))
+            elif was in OPEN:
+                still += 1
+            elif now in OPEN:
+                new += 1
+                moves.append('%s %s -> %s' % (cid, was, now))
+        if moves:
+            changed.append('%s: %s' % (entry['name'], ', '.join(moves)))
+    check_run = bool((report.get('run') or {}).get('check_mode'))
+    head = 'Remediation%s: %d finding(s) fixed, %d still open, %d new' % (
+        ' (CHECK MODE: nothing was changed)' if check_run else '', fixed, still, new)
+    lines = [fit(head)]
+    if check_run and still:
+        lines.append(fit('  a run without --check would apply the fixes for the %d still open' % still))
+    lines += [fit('  ' + line) for line in changed[:REMEDIATION_HOSTS]]
+    if len(changed) > REMEDIATION_HOSTS:
+        lines.append('  ... and %d more host(s) changed: see the reports' % (len(changed) - REMEDIATION_HOSTS))
+    for state, label in (('failed', 'remediation FAILED'), ('lost', 'LOST during remediation'),
+                         ('not_run', 'remediation not run')):
+        hit = [e for e in report['hosts'] if (e.get('remediation') or {}).get('state') == state]
+        if not hit:
+            continue
+        record = hit[0]['remediation']
+        where = " in '%s'" % one_line(record['task'], 200) if record.get('task') else ''
+        also = (' (+%d more host(s))' % (len(hit) - 1)) if len(hit) > 1 else ''
+        lines.append(fit('  %s%s: %s%s: %s' % (hit[0]['name'], also, label, where, one_line(record.get('reason'), 400))))
+    return lines
+
+
+def docs_dir():
+    """Where the detections' docs pages are: the collection's own docs/ (a checkout or an installed
+    collection: the same relative place), so the path works wherever the collection came from."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return os.path.join(os.path.dirname(os.path.dirname(here)), 'docs')
+
+
+def summary_lines(report, paths):
+    checks = [c['id'] for c in report['checks']]
+    hosts = report['hosts']
+    run = report.get('run') or {}
+    title = 'homelab.postmortem %s: %d host(s), %d check(s)%s' % (
+        'remediation' if any('before' in e or 'remediation' in e for e in hosts) else 'audit', len(hosts), len(checks),
+        ' (check mode)' if run.get('check_mode') else '')
+    if report.get('nothing_audited'):
+        return [fit(title), '', fit('NOTHING WAS AUDITED: %s.' % report['nothing_audited'])] + _where(paths)
+    head = [fit(title), '', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
+    attention = _per_check(report, checks)
+    if attention:
+        head += ['', 'Hosts that need attention, per check:'] + attention
+    tail = []
+    if any('before' in e or 'remediation' in e for e in hosts):
+        tail += [''] + remediation_lines(report)
+    totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
+    tail += ['', fit('Totals: ' + (totals or 'nothing ran')), 'Docs per check: %s/<check>.md' % docs_dir()]
+    tail += _where(paths)
+    # The gate's line (gate_lines) follows: one more line of the budget.
+    return head + _worst_hosts(report, checks, LINES - 1 - len(head) - len(tail)) + tail
+
+
+def _where(paths):
+    """Where the full report is: paths are printed whole, even where one is wider than the screen."""
+    shown = [paths[k] for k in ('html', 'json', 'junit') if k in (paths or {})]
+    if not shown:
+        return []
+    return ['Full report: %s' % shown[0]] + ['             %s' % p for p in shown[1:]]
+
+
+def gate_lines(report, fail_on, fail_on_unaudited, fail_on_no_hosts, hits):
+    """What the gate decided, in one line; with fail_on never, what it would have said."""
+    if report.get('nothing_audited'):
+        return [fit('Gate: %s (postmortem_fail_on_no_hosts: %s).' % (
+            'FAILED: nothing was audited' if fail_on_no_hosts else 'passed although nothing was audited',
+            'true' if fail_on_no_hosts else 'false'))]
+    unaudited = [e['name'] for e in report['hosts'] if e['state'] != 'audited']
+    if not fail_on or fail_on == 'never':
+        open_findings = sum(1 for e in report['hosts'] if e['state'] == 'audited'
+                            for f in e['findings'].values() if isinstance(f, dict) and f.get('status') in OPEN)
+        if not open_findings and not unaudited:
+            return ['Gate: off (postmortem_fail_on: never).']
+        return [fit('Gate: off (postmortem_fail_on: never); at_risk would fail it: %d finding(s)%s.' % (
+            open_findings, (', %d unaudited host(s)' % len(unaudited)) if unaudited else ''))]
+    if not hits:
+        return [fit('Gate: passed (nothing at or above %s%s).' % (
+            fail_on, '' if fail_on_unaudited or not unaudited else '; %d host(s) not audited were let pass' % len(unaudited)))]
+    not_audited = sum(1 for h in hits if h.endswith('(not audited)'))
+    return [fit('Gate: FAILED: %d finding(s) at or above %s%s.' % (
+        len(hits) - not_audited, fail_on, (' and %d host(s) not audited' % not_audited) if not_audited else ''))]
