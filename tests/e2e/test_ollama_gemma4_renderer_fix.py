@@ -16,8 +16,10 @@ MODULE = 'homelab.postmortem.ollama_gemma4_renderer_fix'
 
 
 def result_of(proc):
+    # The minimal callback prints "localhost | CHANGED => {...}" after the diff, and the diff itself holds
+    # braces (every Modelfile has a TEMPLATE line, {{ .Prompt }} at least).
     text = proc.stdout
-    start = text.index('{')
+    start = text.index('=> {') + len('=> ')
     return json.JSONDecoder().raw_decode(text[start:])[0]
 
 

@@ -3,11 +3,15 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ollama_format_think: with think and a format, a reply that skips thinking is not held to the schema.
 
-Since 0.12.4 (PR #12460) a request with ``think: true`` and a ``format`` runs a
-first pass without the format and turns it on only after thinking was seen; a
-model that answers at once, without thinking, is never constrained: bare text
-where JSON was required, HTTP 200. From 0.21.1 ``think: false`` applies the
-format at once. No release is known to fix the direct-answer case.
+Since 0.12.4-rc7 (PR #12460; rc0-rc6 do not have it) a request with ``think:
+true`` and a ``format`` on the path Ollama renders itself runs a first pass
+without the format and turns it on only after thinking was seen; a model that
+answers at once, without thinking, is never constrained: bare text where JSON
+was required, HTTP 200. From 0.21.1 ``think: false`` applies the format at
+once. From v0.30.0-rc0 models on llama-server's native chat path never reach
+that logic (server/routes.go @ v0.33.0-rc2 l.2674-2677, handleNativeChat sends
+the format once), and cloud models are proxied. No release is known to fix the
+direct-answer case.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,17 +21,20 @@ __metaclass__ = type
 import json
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
 
 ID = 'ollama_format_think'
 GROUP = 'ollama'
 APPLIES = {'image': False, 'binary': None, 'root': None}
 TITLE = 'Ollama does not hold a thinking model to the schema when it answers without thinking'
 REFERENCES = [
-    'https://github.com/ollama/ollama/pull/12460 (77060d462: format only after thinking was seen, first tag v0.12.4)',
-    'ollama/ollama server/routes.go @ fb3076099: the first pass runs with currentFormat = nil',
+    'https://github.com/ollama/ollama/pull/12460 (77060d462: format only after thinking was seen, first tag v0.12.4-rc7)',
+    'ollama/ollama server/routes.go @ v0.33.0-rc2 (= fb3076099) l.2764-2766: the first pass runs with currentFormat = nil',
+    'ollama/ollama server/routes.go @ v0.33.0-rc2 l.2674-2677: native-path models go to handleNativeChat first (from v0.30.0-rc0)',
     'https://github.com/ollama/ollama/pull/15678 (5d1021603: think false applies the format at once, v0.21.1)',
     'https://github.com/ollama/ollama/pull/18479 ("a model that answers without thinking stays unconstrained"; merge and release NOT CONFIRMED)',
 ]
@@ -53,7 +60,8 @@ SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
 })
 
 _SELF = sys.modules[__name__]
-AFFECTED_FROM = (0, 12, 4)
+AFFECTED_FROM = '0.12.4-rc7'   # the first tag with 77060d462 (v0.12.4-rc0 to rc6 do not have it)
+NATIVE_PATH_FROM = '0.30.0-rc0'
 SCHEMA = {'type': 'object', 'properties': {'answer': {'type': 'string'}}, 'required': ['answer']}
 PROMPTS = ('What is the capital of France?', 'How many legs does a spider have?', 'Say hello.')
 
@@ -90,15 +98,28 @@ def _probe(settings, model):
     return counts, examples
 
 
-def _model_instance(ctx, server, model, settings, budget):
+def _model_instance(ctx, server, model, settings, budget, setting):
     name = 'model %s' % model
     show = server.show(model)
     if show is None:
         return None
-    capabilities = [str(c) for c in (show.get('capabilities') or []) if c]
+    capabilities = show.get('capabilities') if isinstance(show.get('capabilities'), list) else []
+    capabilities = [str(c) for c in capabilities if c]
     if 'thinking' not in capabilities:
         return None
     evidence = {'model': model, 'capabilities': capabilities}
+    try:
+        path, why = chat_path.decide(server.version, None, show, setting)
+    except ValueError as exc:
+        return instance(name, 'error', '%s: %s.' % (name, exc), evidence)
+    evidence.update(chat_path=path, chat_path_reason=why)
+    if path == chat_path.NO_CHAT:
+        return None
+    if path == chat_path.PROXIED:
+        return instance(name, 'not_applicable', '%s is %s.' % (name, why), evidence)
+    if path == chat_path.NATIVE:
+        return instance(name, 'ok', '%s takes the native chat path (%s): the format goes to llama-server once, with '
+                        'no pass that waits for thinking.' % (name, why), evidence)
     wanted = settings['probe_models']
     if 'format_think' in ctx.probes and budget[0] > 0 and (not wanted or model in wanted):
         budget[0] -= 1
@@ -114,8 +135,9 @@ def _model_instance(ctx, server, model, settings, budget):
                                                                  broke, counts['broke_schema_without_thinking']), evidence)
         return instance(name, 'ok', '%s: measured, %d of %d replies skipped thinking and every reply held the schema.'
                         % (name, counts['skipped_thinking'], counts['requests']), evidence)
-    return instance(name, 'at_risk', '%s thinks: with think true and a format, a reply that skips thinking is not '
-                    'held to the schema.' % name, evidence)
+    where = 'rendered by Ollama' if path == chat_path.RENDERED else 'possibly rendered by Ollama: %s' % why
+    return instance(name, 'at_risk', '%s thinks and is %s: with think true and a format, a reply that skips '
+                    'thinking is not held to the schema.' % (name, where), evidence)
 
 
 def detect(ctx):
@@ -124,26 +146,44 @@ def detect(ctx):
     if early:
         return early
     evidence = dict(server.evidence(), probe='format_think' in ctx.probes)
-    fixed = hostio.version_tuple(settings['fixed_in']) if settings.get('fixed_in') else None
-    if server.version < AFFECTED_FROM or (fixed and server.version >= fixed):
-        return make_finding(_SELF, 'ok', 'Ollama %s applies the format without waiting for thinking.' % server.version_text,
+    version = server.version
+    for first, change in ((AFFECTED_FROM, 'PR 12460'), (settings.get('fixed_in'), 'the fix (setting fixed_in)')):
+        if first and version.has(first) is None:
+            return make_finding(_SELF, 'unknown', '%s.' % ollama_version.undecided(version, first, change), evidence=evidence)
+    if not version.has(AFFECTED_FROM):
+        return make_finding(_SELF, 'ok', 'Ollama %s applies the format from the first token: the pass that waits for '
+                            'thinking came with v0.12.4-rc7 (PR 12460).' % server.version_text, evidence=evidence)
+    if settings.get('fixed_in') and version.has(settings['fixed_in']):
+        return make_finding(_SELF, 'ok', 'Ollama %s is at or after fixed_in %s.' % (server.version_text, settings['fixed_in']),
                             evidence=evidence)
+    setting = chat_path.go_template_setting(ctx) if version.has(NATIVE_PATH_FROM) is not False else None
+    if setting is not None:
+        evidence['ollama_go_template'] = setting.evidence()
+    cloud = [m for m in server.models if server.remote_host(m)]
+    if cloud:
+        evidence['cloud_models'] = {'count': len(cloud), 'first': cloud[:10],
+                                    'why': 'proxied to their remote host: the format logic runs there'}
     budget = [settings['probe_max_models']]
     instances = []
     for model in server.models:
+        if server.remote_host(model):
+            continue
         try:
-            found = _model_instance(ctx, server, model, settings, budget)
+            found = _model_instance(ctx, server, model, settings, budget, setting)
         except loopback_http.ProbeFailure as exc:
             found = instance('model %s' % model, exc.finding_status, 'model %s: %s' % (model, exc), {'model': model})
         if found is not None:
             instances.append(found)
     if not instances:
-        return make_finding(_SELF, 'not_applicable', 'No thinking model on Ollama %s.' % server.version_text, evidence=evidence)
+        return make_finding(_SELF, 'not_applicable', 'No local thinking model on Ollama %s.' % server.version_text,
+                            evidence=evidence)
     bad = [i for i in instances if i['status'] == 'affected']
+    risky = [i for i in instances if i['status'] == 'at_risk']
     if bad:
         summary = 'Measured: %d thinking model(s) broke the schema: %s.' % (len(bad), ', '.join(i['evidence']['model'] for i in bad))
+    elif risky:
+        summary = ('%d thinking model(s) are not held to a schema when they answer without thinking (think: true): %s.'
+                   % (len(risky), ', '.join(i['evidence']['model'] for i in risky[:10])))
     else:
-        risky = [i for i in instances if i['status'] == 'at_risk']
-        summary = ('%d thinking model(s) are not held to a schema when they answer without thinking (think: true).'
-                   % len(risky)) if risky else 'Every thinking model held the schema in the probe.'
+        summary = 'No thinking model reaches the pass that waits for thinking on Ollama %s.' % server.version_text
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

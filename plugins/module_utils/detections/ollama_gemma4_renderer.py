@@ -5,12 +5,18 @@
 
 Models carry ``RENDERER gemma4``, which Ollama resolves per request to
 gemma4-small or gemma4-large: by e2b/e4b or 12b/26b/31b in the model's name,
-else by its parameter count against a threshold. A copy (``ollama cp``, ``FROM``)
-without a size in its name falls back to the count, and the 12B reports 11.9B,
-under the 12e9 threshold of 0.30.3 and later: the small template, without the
-empty thought block the model was trained with. Nothing shows the resolved
-renderer, so this computes it with the rules of the version the host runs. It
-reads /api/version, /api/tags and /api/show; it loads no model.
+else by Config.ModelType against a threshold, else small. A copy (``ollama cp``,
+``FROM``) without a size in its name falls back to the count, and the 12B
+reports 11.9B, under the 12e9 threshold of 0.30.3 and later; a safetensors
+import never sets ModelType at all (x/create/client/create.go @ v0.33.0-rc2
+l.388-402), so every unnamed one resolves small, whatever its size. The small
+template lacks the empty thought block the large models were trained with.
+Nothing shows the resolved renderer, so this computes it with the rules of the
+version the host runs, from what the resolver reads (the names and ModelType,
+which /api/tags reports as ``details.parameter_size``), and judges it by the
+model's real size (/api/show's model_info ``general.parameter_count``: /api/show
+recomputes ``parameter_size`` for safetensors imports, server/routes.go @
+v0.33.0-rc2 l.1429-1437, so it is not what the resolver reads). It loads no model.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,6 +37,9 @@ TITLE = 'Ollama resolves a Gemma 4 copy of 12B or more to the small prompt templ
 REFERENCES = [
     'https://github.com/ollama/ollama/pull/15612 (e585ecd11: name and 16e9 threshold, first in v0.21.0)',
     'https://github.com/ollama/ollama/pull/16457 (50bbda566: 12b and the 12e9 threshold, v0.30.3)',
+    'ollama/ollama server/renderer_resolution.go @ v0.33.0-rc2 l.34-55 (names, then Config.ModelType, else small)',
+    'ollama/ollama server/routes.go @ v0.33.0-rc2 l.1429-1437 (/api/show recomputes parameter_size for safetensors) '
+    'and x/create/client/create.go l.388-402 (safetensors imports: RENDERER gemma4, no ModelType)',
     'ollama/ollama server/renderer_resolution.go @ 122c7dab (11.5e9; release not confirmed)',
     'ollama/ollama#18824 (the write-up\'s report; not found upstream)',
 ]
@@ -54,9 +63,22 @@ SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
 _SELF = sys.modules[__name__]
 
 
+def _is_gemma4(details):
+    families = [str(f) for f in (details.get('families') or []) if f] if isinstance(details.get('families'), list) else []
+    return 'gemma4' in ' '.join(families + [str(details.get('family') or '')]).lower()
+
+
 def _model_instance(server, short, rules):
     name = 'model %s' % short
     version_text = server.version_text
+    tag_details = server.tag(short).get('details')
+    tag_details = tag_details if isinstance(tag_details, dict) else {}
+    remote = server.remote_host(short)
+    if remote:
+        if not _is_gemma4(tag_details):
+            return None
+        return instance(name, 'not_applicable', '%s is a cloud model proxied to %s: its renderer is resolved there, '
+                        'not by this Ollama.' % (name, remote), {'model': short, 'remote_host': remote})
     try:
         show = server.show(short)
     except loopback_http.ProbeFailure as exc:
@@ -65,33 +87,42 @@ def _model_instance(server, short, rules):
         return instance(name, 'ok', '%s was removed while the list was read.' % name, {'model': short})
     details = show.get('details') if isinstance(show.get('details'), dict) else {}
     stored = gemma4.stored_renderer(show.get('modelfile'))
-    families = [str(f) for f in (details.get('families') or []) if f] + [str(details.get('family') or '')]
+    model_type = tag_details.get('parameter_size')
     evidence = {'model': short, 'full_name': gemma4.full_name(short), 'stored_renderer': stored,
-                'parameter_size': details.get('parameter_size'), 'ollama_version': version_text,
+                'format': details.get('format'), 'model_type': model_type,
+                'show_parameter_size': details.get('parameter_size'), 'ollama_version': version_text,
                 'rule_set': rules['name'], 'rule_source': rules['source']}
     if stored is None or not stored.startswith('gemma4'):
-        if 'gemma4' in ' '.join(families).lower():
+        if _is_gemma4(details):
             return instance(name, 'ok', '%s is a Gemma 4 model with renderer %s, used as is.' % (name, stored or 'none'),
                             evidence)
-        return instance(name, 'not_applicable', '%s has no gemma4 renderer.' % name, evidence)
-    resolved, how = gemma4.resolve(stored, short, details.get('parameter_size'), rules)
-    evidence.update(resolved_renderer=resolved, decided_by=how)
-    count = gemma4.parameter_count(details.get('parameter_size'))
-    if resolved is None:
-        return instance(name, 'unknown', '%s: %s; Ollama would fall back to the small template.' % (name, how), evidence)
+        return None
     if not rules['resolves'] and stored in (gemma4.SMALL, gemma4.LARGE):
         return instance(name, 'affected', '%s names RENDERER %s, which Ollama %s does not know: requests fail with '
                         '"unknown renderer". Upgrade to 0.21.0 or later.' % (name, stored, version_text), evidence)
-    big = count is not None and count >= gemma4.LARGE_MODEL_MIN
-    if resolved in (gemma4.SMALL, gemma4.LEGACY) and big:
-        if not rules['resolves']:
-            return instance(name, 'affected', '%s (%s) gets the one gemma4 template of Ollama %s, without the empty '
-                            'thought block of the large template; pinning is impossible here: upgrade to 0.21.0 or later.'
-                            % (name, details.get('parameter_size'), version_text), evidence)
-        return instance(name, 'affected', '%s (%s) resolves to %s (%s): the small template, without the empty thought '
-                        'block it was trained with. Pin RENDERER gemma4-large.'
-                        % (name, details.get('parameter_size'), resolved, how), evidence)
-    return instance(name, 'ok', '%s resolves to %s (%s).' % (name, resolved, how), evidence)
+    if model_type is not None and not isinstance(model_type, str):
+        return instance(name, 'error', '%s: /api/tags field details.parameter_size is a %s, not a string.'
+                        % (name, type(model_type).__name__), evidence)
+    resolved, how = gemma4.resolve(stored, short, model_type, rules)
+    size, size_from = gemma4.real_size(show)
+    evidence.update(resolved_renderer=resolved, decided_by=how, real_parameter_count=size, real_size_from=size_from)
+    if resolved is None:
+        return instance(name, 'unknown', '%s: %s.' % (name, how), evidence)
+    if resolved == gemma4.LARGE:
+        return instance(name, 'ok', '%s resolves to %s (%s).' % (name, resolved, how), evidence)
+    if size is None:
+        return instance(name, 'unknown', '%s resolves to %s (%s), and its real size cannot be read: %s.'
+                        % (name, resolved, how, size_from), evidence)
+    if size < gemma4.LARGE_MODEL_MIN:
+        return instance(name, 'ok', '%s resolves to %s (%s), the template of its size (%.3g parameters).'
+                        % (name, resolved, how, size), evidence)
+    if not rules['resolves']:
+        return instance(name, 'affected', '%s (%.3g parameters) gets the one gemma4 template of Ollama %s, without the '
+                        'empty thought block of the large template; pinning is impossible here: upgrade to 0.21.0 or '
+                        'later.' % (name, size, version_text), evidence)
+    return instance(name, 'affected', '%s (%.3g parameters, %s) resolves to %s (%s): the small template, without the '
+                    'empty thought block it was trained with. Pin RENDERER gemma4-large.'
+                    % (name, size, size_from, resolved, how), evidence)
 
 
 def detect(ctx):
@@ -99,21 +130,22 @@ def detect(ctx):
     server, early = ollama_api.connect(ctx, _SELF, settings)
     if early:
         return early
-    fixed = gemma4.version_tuple(settings['fixed_in']) if settings.get('fixed_in') else None
-    rules = gemma4.rule_set(server.version, fixed)
     evidence = server.evidence()
+    rules, problem = gemma4.rule_set(server.version, settings.get('fixed_in'))
+    if rules is None:
+        return make_finding(_SELF, 'unknown', '%s.' % problem, evidence=evidence)
     evidence.update(rule_set=rules['name'], rule_source=rules['source'])
-    instances = [_model_instance(server, short, rules) for short in server.models]
+    instances = [i for i in (_model_instance(server, short, rules) for short in server.models) if i is not None]
     relevant = [i for i in instances if i['status'] != 'not_applicable']
     version_text = server.version_text
     if not relevant:
-        return make_finding(_SELF, 'not_applicable', 'No Gemma 4 model with a gemma4 renderer on Ollama %s (%d model(s)).'
-                            % (version_text, server.total), evidence=evidence)
+        return make_finding(_SELF, 'not_applicable', 'No local Gemma 4 model with a gemma4 renderer on Ollama %s '
+                            '(%d model(s)).' % (version_text, server.total), evidence=evidence, instances=instances)
     bad = [i for i in relevant if i['status'] == 'affected']
     if bad:
-        summary = '%d Gemma 4 model(s) of 12B or more get the wrong template on Ollama %s: %s.' % (
+        summary = '%d large Gemma 4 model(s) get the wrong template on Ollama %s: %s.' % (
             len(bad), version_text, ', '.join(i['evidence']['model'] for i in bad))
     else:
         worst = [i for i in relevant if i['status'] in ('error', 'unknown')]
         summary = worst[0]['summary'] if worst else 'Every Gemma 4 model resolves to the template of its size on Ollama %s.' % version_text
-    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=relevant)
+    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

@@ -3,12 +3,15 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ollama_schema_order: Ollama's native chat path re-sorts a JSON schema's keys alphabetically.
 
-From 0.30.0 (PR #16031) models without a renderer or parser can take a native
-chat path, whose llamaServerChatResponseFormat() decodes the schema into a Go
-map and encodes it again: keys come back sorted, and llama-server's grammar
-enforces the order it receives. OLLAMA_GO_TEMPLATE=false sends every such model
-there; unset, a GGUF chat template can still win for a model. Valid JSON, HTTP
-200, and the values in the wrong fields when the model fills them in order.
+From v0.30.0-rc0 models that Ollama does not render itself take llama-server's
+native chat path, whose llamaServerChatResponseFormat() decodes the schema into
+a Go map and encodes it again: keys come back sorted, and llama-server's grammar
+enforces the order it receives. Which path a model takes is chatModeForModel's
+decision (ollama/ollama server/routes.go @ v0.33.0-rc2 l.2357-2385), modelled in
+ollama/chat_path.py from what /api/tags, /api/show and the serve process's
+environment show. Valid JSON, HTTP 200, and the values in the wrong fields when
+the model fills them in order. v0.5.0-rc1 to v0.5.2-rc3 re-sorted every model's
+schema (llm/server.go @ v0.5.0 l.749-760), fixed in v0.5.2 by #8002 and #8055.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,23 +25,31 @@ from collections import OrderedDict
 from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.renderer import stored_directives
 
 ID = 'ollama_schema_order'
 GROUP = 'ollama'
 APPLIES = {'image': False, 'binary': None, 'root': None}
 TITLE = "Ollama's native chat path re-sorts JSON schema keys, so values land in the wrong fields"
 REFERENCES = [
-    'https://github.com/ollama/ollama/pull/16031 (9db4bdbad: the native/rendered split, first tag v0.30.0)',
-    'ollama/ollama llm/llama_server.go llamaServerChatResponseFormat() decodes the schema into map[string]any',
-    'ollama/ollama envconfig/config.go OLLAMA_GO_TEMPLATE (since v0.30.0, default true)',
+    'https://github.com/ollama/ollama/pull/16031 (the native/rendered split; its branch is in every tag from v0.30.0-rc0)',
+    'ollama/ollama server/routes.go @ v0.33.0-rc2 (= fb3076099) l.2357-2385 chatModeForModel, l.2674-2677 handleNativeChat',
+    'ollama/ollama llm/llama_server.go @ v0.33.0-rc2 l.2308-2337: llamaServerChatResponseFormat() decodes the schema into map[string]any',
+    'ollama/ollama server/routes.go @ v0.33.0-rc2 l.1572, l.1623-1630: /api/show answers the GGUF chat template on the native path',
+    'ollama/ollama envconfig/config.go @ v0.33.0-rc2 l.177-190, l.218: OLLAMA_GO_TEMPLATE through strconv.ParseBool, default true',
+    'ollama/ollama llm/server.go @ v0.5.0 l.749-760 (every schema re-sorted); fixed in v0.5.2 by '
+    'https://github.com/ollama/ollama/pull/8002 and https://github.com/ollama/ollama/pull/8055',
     'ollama/ollama#18717 and PR #18721 (the write-up\'s report and fix): not found upstream',
 ]
 REMEDIATION = make_remediation(
     manual=[
         'Name schema keys so that their alphabetical order is the order you want the model to fill them.',
         'Leave OLLAMA_GO_TEMPLATE unset or true (set to false, every model without a renderer takes the native path).',
-        'Give the model a renderer/parser or a Go TEMPLATE so it takes the rendered path, which keeps key order.',
+        'Give the model a renderer/parser, or a Go TEMPLATE with OLLAMA_GO_TEMPLATE=true set explicitly (unset, a '
+        'GGUF chat template with more capabilities still wins), so it takes the rendered path, which keeps key order.',
+        'On Ollama 0.5.0 and 0.5.1 (and 0.5.2-rc0 to rc3) every schema is re-sorted: upgrade to 0.5.2 or later.',
     ],
     disruption='none',
 )
@@ -53,19 +64,14 @@ SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
 })
 
 _SELF = sys.modules[__name__]
-NATIVE_FROM = (0, 30, 0)
+SCHEMA_FORMAT_FROM = '0.5.0-rc1'   # 630e7dc6f (PR 7900): format may be a schema; before it, a string
+RESORT_FIXED_IN = '0.5.2'          # 9039c821a (#8002) and 18f6a98bd (#8055); v0.5.2-rc0 to rc3 have neither
+NATIVE_PATH_FROM = '0.30.0-rc0'
 # Declared in reverse alphabetical order: a re-sorted schema shows at once.
 SCHEMA = OrderedDict([('type', 'object'),
                       ('properties', OrderedDict([('zeta_colour', {'type': 'string'}), ('alpha_animal', {'type': 'string'})])),
                       ('required', ['zeta_colour', 'alpha_animal'])])
 DECLARED = ['zeta_colour', 'alpha_animal']
-
-
-def _go_template(ctx):
-    value, source = ollama_api.serve_setting(ctx, 'OLLAMA_GO_TEMPLATE')
-    if value is None:
-        return None, source
-    return str(value).strip().lower() not in ('0', 'false', 'no', 'off'), source
 
 
 def _probe(settings, model):
@@ -81,25 +87,31 @@ def _probe(settings, model):
     return keys, {'keys': keys, 'reply': str(content)[:200]}
 
 
-def _model_instance(ctx, server, model, go_template, probe_budget):
+def _model_instance(ctx, server, model, setting, probe_budget):
     name = 'model %s' % model
     show = server.show(model)
     if show is None:
         return instance(name, 'ok', '%s was removed while the list was read.' % name, {'model': model})
-    directives = gemma4.stored_directives(show.get('modelfile'))
+    directives = stored_directives(show.get('modelfile'))
+    details = show.get('details') if isinstance(show.get('details'), dict) else {}
     evidence = {'model': model, 'renderer': directives.get('RENDERER'), 'parser': directives.get('PARSER'),
-                'go_template': bool(show.get('template'))}
-    if directives:
-        return instance(name, 'ok', '%s has a renderer or parser: rendered path, key order kept.' % name, evidence)
-    if go_template is True and show.get('template'):
-        status, summary = 'ok', '%s is rendered with its Go TEMPLATE (OLLAMA_GO_TEMPLATE set true).' % name
-    elif go_template is False:
-        status, summary = 'at_risk', '%s takes the native path (OLLAMA_GO_TEMPLATE=false): schema keys come back sorted.' % name
-    else:
-        status, summary = 'at_risk', ('%s has no renderer or parser: it takes the native path when its GGUF chat '
-                                      'template is preferred, and schema keys come back sorted.' % name)
+                'format': details.get('format'), 'family': details.get('family'),
+                'template_is_default': show.get('template') == chat_path.DEFAULT_TEMPLATE}
+    try:
+        path, why = chat_path.decide(server.version, None, show, setting)
+    except ValueError as exc:
+        return instance(name, 'error', '%s: %s.' % (name, exc), evidence)
+    evidence.update(chat_path=path, chat_path_reason=why)
+    if path == chat_path.RENDERED:
+        return instance(name, 'ok', '%s is rendered by Ollama (%s): the schema reaches llama-server as sent.' % (name, why),
+                        evidence)
+    if path in (chat_path.NO_CHAT, chat_path.PROXIED):
+        return instance(name, 'not_applicable', '%s: %s.' % (name, why), evidence)
+    if path == chat_path.NATIVE:
+        return instance(name, 'affected', '%s takes the native chat path (%s): every schema sent to it reaches '
+                        'llama-server with its keys sorted.' % (name, why), evidence)
     wanted = ctx.settings_for(_SELF)['probe_models']
-    if status == 'at_risk' and 'schema_order' in ctx.probes and probe_budget[0] > 0 and (not wanted or model in wanted):
+    if 'schema_order' in ctx.probes and probe_budget[0] > 0 and (not wanted or model in wanted):
         probe_budget[0] -= 1
         try:
             keys, measured = _probe(server.settings, model)
@@ -113,7 +125,30 @@ def _model_instance(ctx, server, model, go_template, probe_budget):
             return instance(name, 'affected', '%s: measured, a schema declared as %s came back as %s.'
                             % (name, ', '.join(DECLARED), ', '.join(keys)), evidence)
         return instance(name, 'ok', '%s: measured, the declared key order was kept (%s).' % (name, ', '.join(keys)), evidence)
-    return instance(name, status, summary, evidence)
+    return instance(name, 'at_risk', '%s may take the native chat path, which re-sorts schema keys: %s.' % (name, why),
+                    evidence)
+
+
+def _by_version(server, evidence):
+    """The finding when the version alone decides, else None."""
+    version, text = server.version, server.version_text
+    for first, change in ((SCHEMA_FORMAT_FROM, 'JSON schema formats (PR 7900)'),
+                          (RESORT_FIXED_IN, 'the key-order fixes #8002 and #8055'),
+                          (NATIVE_PATH_FROM, 'the native chat path')):
+        if version.has(first) is None:
+            return make_finding(_SELF, 'unknown', '%s.' % ollama_version.undecided(version, first, change), evidence=evidence)
+    if not version.has(SCHEMA_FORMAT_FROM):
+        return make_finding(_SELF, 'ok', 'Ollama %s takes format only as "json" (schemas came with v0.5.0-rc1): no key '
+                            'order to lose.' % text, evidence=evidence)
+    if not version.has(RESORT_FIXED_IN):
+        return make_finding(_SELF, 'affected', 'Ollama %s decodes every schema into a struct whose properties are a Go '
+                            'map (llm/server.go @ v0.5.0 l.749-760, llama/llama.go l.706-712): keys come back sorted for '
+                            'every model (%d here). Upgrade to 0.5.2 or later (#8002, #8055).' % (text, server.total),
+                            evidence=evidence)
+    if not version.has(NATIVE_PATH_FROM):
+        return make_finding(_SELF, 'ok', 'Ollama %s has no native chat path (it came with v0.30.0-rc0): every schema '
+                            'reaches the grammar as sent.' % text, evidence=evidence)
+    return None
 
 
 def detect(ctx):
@@ -121,27 +156,34 @@ def detect(ctx):
     server, early = ollama_api.connect(ctx, _SELF, settings)
     if early:
         return early
-    evidence = server.evidence()
-    go_template, source = _go_template(ctx)
-    evidence.update(ollama_go_template=go_template, ollama_go_template_from=source, probe='schema_order' in ctx.probes)
-    if server.version < NATIVE_FROM:
-        return make_finding(_SELF, 'ok', 'Ollama %s has no native chat path (it arrived in 0.30.0).' % server.version_text,
-                            evidence=evidence)
+    evidence = dict(server.evidence(), probe='schema_order' in ctx.probes)
+    decided = _by_version(server, evidence)
+    if decided:
+        return decided
+    setting = chat_path.go_template_setting(ctx)
+    evidence['ollama_go_template'] = setting.evidence()
+    cloud = [m for m in server.models if server.remote_host(m)]
+    if cloud:
+        evidence['cloud_models'] = {'count': len(cloud), 'first': cloud[:10],
+                                    'why': 'proxied to their remote host: the chat path runs there'}
     budget = [settings['probe_max_models']]
     instances = []
     for model in server.models:
+        if server.remote_host(model):
+            continue
         try:
-            instances.append(_model_instance(ctx, server, model, go_template, budget))
+            instances.append(_model_instance(ctx, server, model, setting, budget))
         except loopback_http.ProbeFailure as exc:
             instances.append(instance('model %s' % model, exc.finding_status, 'model %s: %s' % (model, exc), {'model': model}))
     if not instances:
-        return make_finding(_SELF, 'not_applicable', 'Ollama %s has no models.' % server.version_text, evidence=evidence)
+        return make_finding(_SELF, 'not_applicable', 'Ollama %s has no local models.' % server.version_text, evidence=evidence)
     bad = [i for i in instances if i['status'] == 'affected']
     risky = [i for i in instances if i['status'] == 'at_risk']
     if bad:
-        summary = 'Measured: %d model(s) return schema keys re-sorted: %s.' % (len(bad), ', '.join(i['evidence']['model'] for i in bad))
+        summary = '%d model(s) take the native chat path, which re-sorts schema keys: %s.' % (
+            len(bad), ', '.join(i['evidence']['model'] for i in bad[:10]))
     elif risky:
-        summary = '%d model(s) can take the native chat path, which re-sorts schema keys: %s.' % (
+        summary = '%d model(s) may take the native chat path, which re-sorts schema keys: %s.' % (
             len(risky), ', '.join(i['evidence']['model'] for i in risky[:10]))
     else:
         summary = 'No model takes the native chat path on Ollama %s.' % server.version_text
