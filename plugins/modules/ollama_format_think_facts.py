@@ -14,8 +14,10 @@ short_description: Find Ollama thinking models that are not held to a JSON schem
 version_added: 0.1.0
 description:
   - Reads C(/api/version), C(/api/tags) and C(/api/show) of the Ollama on the audited host (loopback only, with
-    timeouts). On Ollama 0.12.4 and later (PR 12460) every model whose capabilities include C(thinking) is
-    C(at_risk), since with C(think) true and a C(format) the format is applied only after thinking was seen.
+    timeouts). On Ollama 0.12.4-rc7 and later (PR 12460) every local model whose capabilities include C(thinking)
+    and that Ollama renders itself is C(at_risk), since with C(think) true and a C(format) the format is applied
+    only after thinking was seen; models on the native chat path (from 0.30.0-rc0) are C(ok), cloud models are
+    not asked.
   - Probe C(format_think) (opt-in) sends 3 short prompts times C(probe_seeds) requests with C(think) true and a
     one-field schema to each thinking model (at most C(probe_max_models)), counts the replies that skipped
     thinking and those that broke the schema, and reports the model C(affected) when any reply broke it.

@@ -17,11 +17,13 @@ description:
     with timeouts) and, for every model whose stored renderer is C(gemma4), computes the renderer that
     version resolves it to, with that version's rules, since Ollama never shows it.
   - "Rules: before 0.21.0 one C(gemma4) renderer (C(gemma4-small) and C(gemma4-large) do not exist); from
-    0.21.0 (PR 15612) e2b/e4b in the short name, then the full name, gives small, 26b/31b large, else the
-    model type against 16e9; from 0.30.3 (PR 16457) 12b is a large name and the threshold 12e9; an
-    explicit renderer is used as is."
-  - C(affected) when a model of 10e9 parameters or more resolves small (on Ollama before 0.21.0, with the
-    advice to upgrade); C(unknown) when its model type does not parse.
+    0.21.0-rc0 (PR 15612) e2b/e4b in the short name, then the full name, gives small, 26b/31b large, else the
+    model type against 16e9, else small; from 0.30.3 (PR 16457) 12b is a large name and the threshold 12e9; an
+    explicit renderer is used as is. The model type is the one the resolver reads, C(details.parameter_size) of
+    C(/api/tags) (a safetensors import has none, so resolves small); pre-releases are ordered before their release."
+  - C(affected) when a model of 10e9 parameters or more (its real size, C(general.parameter_count) of
+    C(/api/show)) resolves small (on Ollama before 0.21.0, with the advice to upgrade); C(unknown) for a source
+    build (version 0.0.0) or when the result cannot be told.
   - "Settings: C(url) (default C(http://127.0.0.1:11434)), C(timeout) (10), C(max_models) (500), C(fixed_in)
     (none; the first version with the 11.5e9 threshold of commit 122c7dab once a release is confirmed)."
   - Returns C(ansible_facts.postmortem.ollama_gemma4_renderer); the same detection runs in
@@ -62,19 +64,20 @@ ansible_facts:
               C(evidence), C(remediation), C(references)).
             - C(evidence) has C(ollama_version), C(rule_set), C(rule_source), C(models) and, past C(max_models),
               C(skipped_models). C(evidence.instances) has one entry per Gemma 4 model, named by its short name,
-              with C(stored_renderer), C(parameter_size), C(resolved_renderer) and C(decided_by).
+              with C(stored_renderer), C(model_type) (from C(/api/tags)), C(show_parameter_size),
+              C(real_parameter_count), C(resolved_renderer) and C(decided_by).
           returned: always
           type: dict
           sample:
             id: ollama_gemma4_renderer
             status: affected
-            summary: "1 Gemma 4 model(s) of 12B or more get the wrong template on Ollama 0.35.1: mygemma:latest."
+            summary: "1 large Gemma 4 model(s) get the wrong template on Ollama 0.35.1: mygemma:latest."
             evidence:
               instances:
                 - name: model mygemma:latest
                   status: affected
-                  evidence: {stored_renderer: gemma4, parameter_size: 11.9B, resolved_renderer: gemma4-small,
-                             decided_by: "parameter count 11.9B < 1.2e+10"}
+                  evidence: {stored_renderer: gemma4, model_type: 11.9B, real_parameter_count: 11900000000,
+                             resolved_renderer: gemma4-small, decided_by: "model type 11.9B < 1.2e+10"}
     postmortem_run:
       description: How the finding was produced (checks, probes, root, live, duration_ms, collection_version).
       returned: always

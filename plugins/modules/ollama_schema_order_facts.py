@@ -13,10 +13,12 @@ module: ollama_schema_order_facts
 short_description: Find Ollama models whose chat path re-sorts JSON schema keys
 version_added: 0.1.0
 description:
-  - Reads C(/api/version), C(/api/tags), C(/api/show), and C(OLLAMA_GO_TEMPLATE) from the running C(ollama serve)
-    (its process environment, else its systemd unit's C(Environment=)). On Ollama 0.30.0 and later (PR 16031)
-    a model without a renderer or parser can take the native chat path, which decodes the schema into a map and
-    sends its keys sorted; such models are C(at_risk) (certain with C(OLLAMA_GO_TEMPLATE=false)).
+  - "Reads C(/api/version), C(/api/tags), C(/api/show), and C(OLLAMA_GO_TEMPLATE) from the running C(ollama serve)
+    (its process environment, else its systemd unit's C(Environment=)). From Ollama 0.30.0-rc0 a model that Ollama
+    does not render itself takes the native chat path, which decodes the schema into a map and sends its keys
+    sorted. Each model's path is decided as upstream's chatModeForModel does, from what these show: C(affected)
+    when it is native for certain, C(ok) when rendered, C(at_risk) with the reason when it cannot be told.
+    Ollama 0.5.0-rc1 to 0.5.2-rc3 re-sorted every schema (C(affected))."
   - Probe C(schema_order) (opt-in) sends one short request per model at risk (at most C(probe_max_models)) with a
     two-key schema declared in reverse alphabetical order, and reports the model C(affected) when the keys come
     back sorted.
@@ -60,13 +62,13 @@ ansible_facts:
           sample:
             id: ollama_schema_order
             status: affected
-            summary: "Measured: 1 model(s) return schema keys re-sorted: gemma3:1b."
+            summary: "1 model(s) take the native chat path, which re-sorts schema keys: gemma3:1b."
             evidence:
-              ollama_go_template: false
+              ollama_go_template: {state: set, value: "false", go_template_enabled: false}
               instances:
                 - name: model gemma3:1b
                   status: affected
-                  evidence: {probe: {keys: [alpha_animal, zeta_colour]}}
+                  evidence: {chat_path: native, chat_path_reason: "OLLAMA_GO_TEMPLATE='false', read as false ..."}
     postmortem_run:
       description: How the finding was produced (checks, probes, root, live, duration_ms, collection_version).
       returned: always
