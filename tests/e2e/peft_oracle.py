@@ -25,13 +25,40 @@ class Attention(torch.nn.Module):
         return self.q_proj(x) + self.v_proj(x)
 
 
+class Experts(torch.nn.Module):
+    """Fused MoE experts as transformers writes them (gate_up_proj registered before down_proj), for
+    adapters with target_parameters; every expert's weights take part in the output."""
+
+    def __init__(self, experts=2, hidden=16, inner=8):
+        super().__init__()
+        self.gate_up_proj = torch.nn.Parameter(torch.randn(experts, hidden, 2 * inner) * 0.1)
+        self.down_proj = torch.nn.Parameter(torch.randn(experts, inner, hidden) * 0.1)
+
+    def forward(self, x):
+        out = 0
+        for expert in range(self.gate_up_proj.shape[0]):
+            gate, up = (x @ self.gate_up_proj[expert]).chunk(2, dim=-1)
+            out = out + (torch.nn.functional.silu(gate) * up) @ self.down_proj[expert]
+        return out
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.experts = Experts()
+
+    def forward(self, x):
+        return self.experts(x)
+
+
 class Layer(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.self_attn = Attention()
+        self.mlp = Mlp()
 
     def forward(self, x):
-        return x + self.self_attn(x)
+        return x + self.self_attn(x) + self.mlp(x)
 
 
 class Inner(torch.nn.Module):

@@ -33,6 +33,9 @@ CASES = {
     # Matches under PEFT 0.15+ ((.*\.)?key$ may start at the beginning) and not under 0.14 (needs ".key").
     'rule-dependent': dict(rank_pattern={r'model\.layers\.1\.self_attn\.q_proj': 2}),
     'no-patterns': dict(),
+    # PEFT 0.17+ wraps the experts' parameters; patterns match '<module>.<parameter>'.
+    'moe-params': dict(target_parameters=['mlp.experts.gate_up_proj', 'mlp.experts.down_proj'],
+                       rank_pattern={'gate_up_proj': 4, 'q_proj': 2}, alpha_pattern={'down_proj': 64}),
 }
 
 
@@ -58,7 +61,9 @@ def test_our_scales_are_peft_s_and_the_fold_is_equivalent_under_peft(oracle_runs
     expected = run['built']['scalings']
     assert sorted(expected) == sorted(adapter.modules)
     for module, (rank, scaling) in expected.items():
-        ours = lora_scale.peft_scale(adapter.config, module, adapter.peft_range.first)
+        ours = adapter.trained(module, adapter.peft_range.first)
+        assert len(ours) == 1, (module, ours)
+        ours = ours.pop()
         assert ours[0] == rank and ours[1] == pytest.approx(scaling), (module, ours, (rank, scaling))
     assert run['folded']['output'] == pytest.approx(run['built']['output'], abs=1e-5, rel=1e-5)
     base = 16 / (math.sqrt(8) if CASES[case].get('use_rslora') else 8)

@@ -290,3 +290,19 @@ def test_dtype_resolution(monkeypatch, ours, theirs, verdict):
 
     monkeypatch.setattr(weight_cache, '_dtype', lambda side: side.spec)
     assert weight_cache.compare_dtype(Fake(ours), Fake(theirs))[0] == verdict
+
+
+def test_an_engine_asking_for_the_draft_group(tmp_path, models):
+    # is_draft (0.31.0+) sends the engine to the <gpu>_draft.sock group (protocol.py get_socket_path) keyed
+    # is_draft=True: a daemon without a cached draft (utils.py WEIGHT_CACHE_DRAFT_METHODS) has no such group.
+    host = Host(tmp_path)
+    host.start('preload', '--model', models['base'])
+    asks = host.start('serve', models['tuned'], '--load-format', 'ipc_cache',
+                      '--model-loader-extra-config', '{"is_draft": true}')
+    assert engine_of(host.audit(), asks)['status'] == 'ok'
+    host = Host(tmp_path / 'with-draft')
+    host.start('preload', '--model', models['base'], '--speculative-config', '{"method": "eagle3", "model": "/srv/d"}')
+    asks = host.start('serve', models['tuned'], '--load-format', 'ipc_cache',
+                      '--model-loader-extra-config', '{"is_draft": true}')
+    result = engine_of(host.audit(), asks)
+    assert result['status'] == 'at_risk' and '/srv/d' in result['summary'], result

@@ -155,6 +155,12 @@ def _judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_h
     name = 'engine pid %d' % engine.entry.pid
     key_rows = weight_cache.compare_keys(engine, daemon)
     socket_rows = weight_cache.compare_socket(ctx, engine, daemon)
+    draft_group = engine.is_draft and weight_cache.serves_draft(daemon)
+    if draft_group:
+        # is_draft sends the engine to the daemon's draft group (its own socket and key, daemon.py 0.31.0),
+        # whose fields are the draft model's: only the socket decides here.
+        key_rows = [row for row in key_rows if row[0] in ('vllm_version', 'is_draft')]
+        key_rows = [(name, weight_cache.SAME if name == 'is_draft' else verdict, why) for name, verdict, why in key_rows]
     key, reach = weight_cache.overall(key_rows), weight_cache.overall(socket_rows)
     evidence = {'daemon_pid': daemon.entry.pid, 'daemon_model': daemon.model,
                 'daemon_header_fingerprint': daemon.fingerprint, 'key': _summary_of(key_rows),
@@ -163,9 +169,9 @@ def _judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_h
         rows = [r for r in socket_rows + key_rows if r[1] == weight_cache.DIFFERS]
         return 'ok', '%s does not get daemon pid %d\'s weights: %s' % (
             name, daemon.entry.pid, '; '.join('%s differs (%s)' % (r[0], r[2]) for r in rows[:3])), evidence
-    if engine.is_draft:
-        return 'at_risk', ('%s asks for the draft group (is_draft) of daemon pid %d; the draft model\'s key is not '
-                           'compared here' % (name, daemon.entry.pid)), evidence
+    if draft_group:
+        return 'at_risk', ('%s asks for the draft group (is_draft) of daemon pid %d, which caches %s; the draft '
+                           'model\'s key is not compared here' % (name, daemon.entry.pid, draft_group)), evidence
     if settings['content_check'] == 'off':
         status = 'at_risk'
         summary = ('%s maps the weights of daemon pid %d (%s); their tensors were not compared (setting content_check '

@@ -308,6 +308,21 @@ def compare_keys(engine, daemon):
     return rows
 
 
+# weight_cache/utils.py WEIGHT_CACHE_DRAFT_METHODS (0.31.0 l.17): the drafts a daemon caches in a group of its own.
+DRAFT_METHODS = ('mtp', 'eagle', 'eagle3')
+
+
+def serves_draft(daemon):
+    """The draft model a daemon's draft group caches (``vllm preload --speculative-config``, 0.31.0 and
+    later), or None."""
+    if not daemon.version or daemon.version < DP_SINCE:
+        return None
+    spec = _json_or_text(daemon.value('--speculative-config') or '')
+    if not isinstance(spec, dict) or spec.get('method') not in DRAFT_METHODS:
+        return None
+    return spec.get('model') or daemon.model
+
+
 def overall(rows):
     verdicts = set(row[1] for row in rows)
     if DIFFERS in verdicts:
