@@ -325,17 +325,13 @@ def test_served_scales_are_the_ones_each_vllm_wheels_peft_helper_gives(release):
             assert lora_scale.vllm_scale(parsed, module, version) == pytest.approx(expected), (release, case, module)
 
 
-def lora_ctx(tmp_path, settings):
-    return ctx(tmp_path, settings)
-
-
 def judge_dir(tmp_path, path, vllm_version, extra=None):
     prefix = tmp_path / ('venv-' + vllm_version)
-    (prefix / 'lib' / 'python3.11' / 'site-packages' / ('vllm-%s.dist-info' % vllm_version)).mkdir(parents=True,
-                                                                                                    exist_ok=True)
+    dist_info = prefix / 'lib' / 'python3.11' / 'site-packages' / ('vllm-%s.dist-info' % vllm_version)
+    dist_info.mkdir(parents=True, exist_ok=True)
     settings = {'adapter_paths': [path], 'vllm_prefixes': [str(prefix)]}
     settings.update(extra or {})
-    finding = registry.run_one(lora_ctx(tmp_path, settings), vllm_lora_patterns)
+    finding = registry.run_one(ctx(tmp_path, settings), vllm_lora_patterns)
     return finding['evidence']['instances'][0]
 
 
@@ -422,3 +418,13 @@ def test_refusals_new_in_0_32(tmp_path):
                   ranks=dict((m, 32) for m in MODULES if m.endswith('v_proj')))
     result = judge_dir(tmp_path, wide, '0.32.0')
     assert result['status'] == 'at_risk' and 'pattern rank 32' in result['summary'], result
+
+
+def test_tensor_ranks_no_peft_rule_gives(tmp_path):
+    # r 8 in the config, rank 4 in every lora_A: PEFT builds rank-8 layers and refuses these tensors
+    # (PEFT 0.21.2 PeftModel.from_pretrained: RuntimeError, size mismatch for ...lora_A.default.weight),
+    # so no scale was ever trained with this config.
+    path = str(tmp_path / 'edited')
+    write_adapter(path, config(peft_version='0.21.2'), ranks=dict((m, 4) for m in MODULES))
+    result = judge_dir(tmp_path, path, '0.32.0')
+    assert result['status'] == 'at_risk' and 'gives every module the rank its lora_A has' in result['summary']

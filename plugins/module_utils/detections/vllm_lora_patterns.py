@@ -158,6 +158,10 @@ def _adapter_instance(path, installs, listed, used_by, max_ranks):
         if STATUS_RANK[status] > STATUS_RANK[worst] or summary is None:
             worst, summary = status, line
     evidence['judged'] = per_version
+    if adapter.rank_problem and worst == 'ok':
+        # PEFT would not load these tensors with this config, so no scale was trained with it.
+        worst, summary = 'at_risk', '%s: %s, so the scales it was trained with cannot be known.' % (
+            name, adapter.rank_problem)
     return instance(name, worst, summary, evidence)
 
 
