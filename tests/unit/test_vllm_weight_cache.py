@@ -306,3 +306,15 @@ def test_an_engine_asking_for_the_draft_group(tmp_path, models):
                       '--model-loader-extra-config', '{"is_draft": true}')
     result = engine_of(host.audit(), asks)
     assert result['status'] == 'at_risk' and '/srv/d' in result['summary'], result
+
+
+def test_what_cannot_be_read_is_never_a_reason_for_ok(tmp_path, models):
+    host = Host(tmp_path)
+    host.start('preload', '--model', models['base'])
+    engine = host.start('serve', models['tuned'], '--load-format', 'ipc_cache')
+    (host.proc / str(engine) / 'environ').unlink()    # another user's process, read without root
+    (host.proc / str(engine) / 'status').write_text('Name:\tpython3\n')
+    result = engine_of(host.audit(), engine)
+    socket = result['evidence']['daemons'][0]['socket']
+    assert socket['uid']['verdict'] == socket['gpu']['verdict'] == socket['socket_dir']['verdict'] == 'unknown'
+    assert result['status'] == 'at_risk', result

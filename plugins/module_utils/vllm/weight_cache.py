@@ -424,6 +424,9 @@ def _first_gpu(side):
 def compare_gpu(engine, daemon):
     """(verdict, why): is the engine's first GPU the daemon's? The socket is named by it, and the
     daemon's GPU uuid must be the engine's (ipc_loader.py _check_gpu_uuid)."""
+    for side in (engine, daemon):
+        if side.entry.process.environ() is None:
+            return UNKNOWN, 'the %s\'s environment (CUDA_VISIBLE_DEVICES) is unreadable' % side.role
     (ours, our_order), (theirs, their_order) = _first_gpu(engine), _first_gpu(daemon)
     if ours == '' or theirs == '':
         return DIFFERS, 'CUDA_VISIBLE_DEVICES is empty for %s' % ('the engine' if ours == '' else 'the daemon')
@@ -441,11 +444,20 @@ def compare_gpu(engine, daemon):
 
 def compare_socket(ctx, engine, daemon):
     """[(part, verdict, why)]: does the engine's socket path lead to this daemon's socket?"""
-    rows = [('uid', _plain(engine.uid, daemon.uid), 'engine uid %s / daemon uid %s (sockets are per user)'
-             % (engine.uid, daemon.uid))]
+    uid_why = 'engine uid %s / daemon uid %s (sockets are per user)' % (engine.uid, daemon.uid)
+    rows = [('uid', UNKNOWN if None in (engine.uid, daemon.uid) else _plain(engine.uid, daemon.uid), uid_why)]
     ours, name, how = socket_dir(ctx, engine)
     theirs, _none, their_how = socket_dir(ctx, daemon)
     why = 'engine %s (%s) / daemon %s (%s)' % (ours, how, theirs, their_how)
+    unread = [side.role for side, chosen in ((engine, how), (daemon, their_how))
+              if chosen.startswith('gettempdir') and side.entry.process.environ() is None]
+    if unread:
+        # gettempdir() follows TMPDIR, TEMP and TMP, which an unreadable environment hides.
+        rows.append(('socket_dir', UNKNOWN, why + ': the %s\'s environment is unreadable (%s)' % (
+            unread[0], getattr(engine.entry.process if unread[0] == 'engine' else daemon.entry.process,
+                               'environ_problem', None))))
+        rows.append(('gpu',) + compare_gpu(engine, daemon))
+        return rows
     if name is not None and not (name.startswith(SOCKET_PREFIX) and name.endswith('.sock')
                                  and name.endswith('_draft.sock') == engine.is_draft):
         rows.append(('socket', DIFFERS, 'socket_path %s is not a name this daemon binds' % name))
