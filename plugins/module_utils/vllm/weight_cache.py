@@ -4,13 +4,14 @@
 """vLLM's weight cache as its own code decides it: which daemon socket an engine reaches, and which
 fields of the WeightCacheKey each release compares (PyPI wheels 0.30.0 to 0.33.0).
 
-The key (vllm/model_executor/model_loader/weight_cache/protocol.py ``WeightCacheKey``):
-- 0.30.0 (l.256-303): checkpoint, model_arch, tp_size, tp_rank, dtype, quantization,
+The key (vllm/model_executor/model_loader/weight_cache/protocol.py ``WeightCacheKey``, its fields'
+lines in tests/unit/fixtures/vllm/weight_cache_key_fields.json):
+- 0.30.0 (l.264-272): checkpoint, model_arch, tp_size, tp_rank, dtype, quantization,
   quant_config_hash, revision, vllm_version;
-- 0.31.0 (l.276-336): + is_draft, dp_size, dp_rank;
-- 0.32.0 (l.283-346): + pp_size, pp_rank; quant_config_hash also hashes the runtime
-  ``--quantization-config``;
-- 0.33.0 (l.315-404): + rope_parameters_hash, kv_cache_dtype, kv_cache_dtype_skip_layers,
+- 0.31.0 (l.292-295): + is_draft, dp_size, dp_rank;
+- 0.32.0 (l.298-299): + pp_size, pp_rank; quant_config_hash also hashes the runtime
+  ``--quantization-config`` (``_hash_quant_config`` l.231-242);
+- 0.33.0 (l.322-324, l.333-339): + rope_parameters_hash, kv_cache_dtype, kv_cache_dtype_skip_layers,
   enable_expert_parallel, expert_placement_strategy, moe_backend, linear_backend,
   linear_backend_per_quant.
 The daemon answers "mismatch" when any field differs (daemon.py ``_handle_get_state``) and the
