@@ -101,6 +101,14 @@ def test_the_lowered_threshold_applies_only_from_the_setting():
     assert gemma4.resolve('gemma4', 'mygemma:latest', '11.9B', lowered)[0] == 'gemma4-large'
 
 
+def test_fixed_in_is_read_as_a_tag(standin):
+    standin.models = {'mygemma:latest': model('11.9B')}
+    assert detect(standin, fixed_in='0.35')['status'] == 'ok'          # 0.35 = 0.35.0 <= 0.35.1: 11.5e9
+    assert detect(standin, fixed_in='0.35.2-rc1')['status'] == 'affected'
+    finding = detect(standin, fixed_in='0.35.0~beta')
+    assert finding['status'] == 'error' and 'fixed_in' in finding['summary']
+
+
 def test_an_explicit_renderer_is_used_as_is():
     assert gemma4.resolve('gemma4-large', 'mygemma:latest', '11.9B', rules_of(V035))[0] == 'gemma4-large'
     assert gemma4.stored_renderer('FROM x\nRENDERER gemma4-large\nPARSER gemma4\n') == 'gemma4-large'

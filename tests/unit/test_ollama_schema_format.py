@@ -192,6 +192,12 @@ def test_format_think_probe_measures_a_rendered_thinking_model(tmp_path, standin
     assert by_model(probed)['gemma4:12b']['status'] == 'at_risk'  # not in probe_models
 
 
+def test_format_think_fixed_in(tmp_path, standin):
+    assert format_think(tmp_path, standin, fixed_in='0.33')['status'] == 'at_risk'        # 0.33.0 > 0.33.0-rc2
+    assert format_think(tmp_path / 'b', standin, fixed_in='0.33.0-rc1')['status'] == 'ok'
+    assert format_think(tmp_path / 'c', standin, fixed_in='0.33.0~x')['status'] == 'error'
+
+
 @pytest.mark.parametrize('version,status,qwen', [
     ('0.12.3', 'ok', None),
     ('0.12.4-rc6', 'ok', None),        # 77060d462 (PR 12460) is not in v0.12.4-rc0..rc6

@@ -81,3 +81,9 @@ def test_a_build_after_an_older_tag_leaves_later_changes_open():
 def test_pre_releases_sort_before_their_release():
     keys = [ollama_version.parse(t)[0].key for t in ('0.12.4-rc6', '0.12.4-rc7', '0.12.4', '0.30.0-rc31', '0.30.0')]
     assert keys == sorted(keys)
+
+
+@pytest.mark.parametrize('text,tag', [('0.35', '0.35.0'), ('0.35.0', '0.35.0'), ('v0.35.0-rc2', '0.35.0-rc2'),
+                                      ('1', '1.0.0'), ('0.35.0~beta', None), ('0.35.0.1', None), ('', None)])
+def test_a_version_setting_as_a_tag(text, tag):
+    assert ollama_version.setting_tag(text) == tag

@@ -147,13 +147,19 @@ def detect(ctx):
         return early
     evidence = dict(server.evidence(), probe='format_think' in ctx.probes)
     version = server.version
-    for first, change in ((AFFECTED_FROM, 'PR 12460'), (settings.get('fixed_in'), 'the fix (setting fixed_in)')):
+    fixed_in = None
+    if settings.get('fixed_in'):
+        fixed_in = ollama_version.setting_tag(settings['fixed_in'])
+        if fixed_in is None:
+            return make_finding(_SELF, 'error', 'Setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or '
+                                '0.35.0-rc2).' % (settings['fixed_in'],), evidence=evidence)
+    for first, change in ((AFFECTED_FROM, 'PR 12460'), (fixed_in, 'the fix (setting fixed_in)')):
         if first and version.has(first) is None:
             return make_finding(_SELF, 'unknown', '%s.' % ollama_version.undecided(version, first, change), evidence=evidence)
     if not version.has(AFFECTED_FROM):
         return make_finding(_SELF, 'ok', 'Ollama %s applies the format from the first token: the pass that waits for '
                             'thinking came with v0.12.4-rc7 (PR 12460).' % server.version_text, evidence=evidence)
-    if settings.get('fixed_in') and version.has(settings['fixed_in']):
+    if fixed_in and version.has(fixed_in):
         return make_finding(_SELF, 'ok', 'Ollama %s is at or after fixed_in %s.' % (server.version_text, settings['fixed_in']),
                             evidence=evidence)
     setting = chat_path.go_template_setting(ctx) if version.has(NATIVE_PATH_FROM) is not False else None

@@ -29,6 +29,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import loopback
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
 
 ID = 'ollama_gemma4_renderer'
 GROUP = 'ollama'
@@ -131,6 +132,9 @@ def detect(ctx):
     if early:
         return early
     evidence = server.evidence()
+    if settings.get('fixed_in') and ollama_version.setting_tag(settings['fixed_in']) is None:
+        return make_finding(_SELF, 'error', 'Setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or '
+                            '0.35.0-rc2).' % (settings['fixed_in'],), evidence=evidence)
     rules, problem = gemma4.rule_set(server.version, settings.get('fixed_in'))
     if rules is None:
         return make_finding(_SELF, 'unknown', '%s.' % problem, evidence=evidence)

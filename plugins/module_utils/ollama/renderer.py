@@ -53,11 +53,14 @@ _SCALE = {'B': 1e9, 'M': 1e6, 'K': 1e3}
 def rule_set(version, fixed_in=None):
     """(rule set, None) for an OllamaVersion, or (None, reason) for a build between two steps."""
     if fixed_in:
-        has = version.has(fixed_in)
+        tag = ollama_version.setting_tag(fixed_in)
+        if tag is None:
+            return None, 'setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or 0.35.0-rc2)' % (fixed_in,)
+        has = version.has(tag)
         if has:
             return LOWERED, None
         if has is None:
-            return None, ollama_version.undecided(version, fixed_in, 'the 11.5e9 threshold (setting fixed_in)')
+            return None, ollama_version.undecided(version, tag, 'the 11.5e9 threshold (setting fixed_in)')
     return ollama_version.choose(version, RULE_STEPS)
 
 

@@ -88,6 +88,18 @@ def parse(text):
     return OllamaVersion(cleaned, release, rc, commits, bool(match.group(7))), None
 
 
+_SETTING_RE = re.compile(r'^v?([0-9]{1,6}(?:\.[0-9]{1,6}){0,2})(-rc[0-9]{1,6})?$')
+
+
+def setting_tag(text):
+    """A version setting (``fixed_in``: '0.35', '0.35.0', '0.35.0-rc2') as a tag has() takes, or None."""
+    match = _SETTING_RE.match(str(text or '').strip())
+    if not match:
+        return None
+    parts = match.group(1).split('.')
+    return '.'.join(parts + ['0'] * (3 - len(parts))) + (match.group(2) or '')
+
+
 def undecided(version, first, change):
     """The reason a build after an older tag leaves ``change`` (first in ``first``) open."""
     return ('Ollama %s is a build %d commit(s) after %s: whether it has %s (first tagged in v%s) cannot be told'
