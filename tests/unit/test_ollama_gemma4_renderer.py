@@ -146,6 +146,10 @@ def test_the_write_ups_models_on_0_35_1(standin):
         assert found[ok]['status'] == 'ok', found[ok]
     assert 'llama3:8b' not in found
     assert finding['evidence']['rule_set'] == '0.30.3 and later'
+    # 0.35.1 is newer than the newest tag read (v0.33.0-rc2): said in the evidence, not hidden.
+    assert '0.33.0-rc2' in finding['evidence']['rules_read_to']
+    standin.version = '0.33.0-rc2'
+    assert 'rules_read_to' not in detect(standin)['evidence']
     assert 'mygemma:latest' in finding['summary']
 
 

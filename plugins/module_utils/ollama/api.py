@@ -82,6 +82,10 @@ class Ollama(object):
         found = {'url': self.settings['url'], 'ollama_version': self.version_text, 'models': self.total}
         if self.skipped:
             found['skipped_models'] = {'count': len(self.skipped), 'first': self.skipped[:10]}
+        newest = ollama_version.boundary_key(ollama_version.NEWEST_READ)
+        if self.version is not None and (self.version.key, self.version.commits) > (newest, 0):
+            found['rules_read_to'] = ('ollama/ollama %s (2026-08-21); this version is newer, and changes after that '
+                                      'tag are not known' % ollama_version.NEWEST_READ)
         return found
 
 

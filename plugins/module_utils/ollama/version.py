@@ -25,7 +25,7 @@ __metaclass__ = type
 import re
 
 SOURCE_BUILD = '0.0.0'
-NEWEST_READ = 'v0.33.0-rc2'
+NEWEST_READ = '0.33.0-rc2'   # the newest tag whose code the rules here were read from (= fb3076099)
 
 _TEXT_RE = re.compile(r'^v?([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})'
                       r'(?:-rc([0-9]{1,6}))?'
