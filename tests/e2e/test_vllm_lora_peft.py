@@ -91,3 +91,21 @@ def test_the_module_check_mode_then_converge_then_idempotent(tmp_path, oracle_ru
     assert 'SUCCESS' in again.stdout and '"changed": false' in again.stdout, again.stdout
     refused = run_module(tmp_path, 'homelab.postmortem.vllm_lora_fold', {'src': path, 'dest': path})
     assert 'FAILED' in refused.stdout and 'never modified' in refused.stdout
+
+
+def test_an_adapter_peft_0_13_trained_folded_and_loaded_by_todays_peft(tmp_path):
+    """PEFT 0.13.2 trained this adapter (tests/unit/fixtures/peft/regenerate.sh: peft_oracle.py's tiny
+    model, its outputs recorded). Its rank key 'q_proj' hid the alpha key for layers.1 q_proj, so
+    that module trained at 16/4 = 4; today's PEFT reads alpha 64 (scale 16) and answers otherwise. The
+    config tells PEFT 0.10-0.13, the fold keeps the trained scale, and today's PEFT loads the fold to
+    the outputs PEFT 0.13.2 trained."""
+    source = os.path.join(os.path.dirname(__file__), '..', 'unit', 'fixtures', 'peft', 'peft-0.13.2-adapter')
+    trained = json.load(open(os.path.join(source, 'trained.json')))
+    adapter = adapters.load(source)
+    assert (adapter.peft_range.first, adapter.peft_range.last) == ((0, 10, 0), (0, 13, 2))
+    folded = str(tmp_path / 'folded')
+    fold.write(fold.plan(adapter), folded)
+    loaded = oracle('load', source, folded)
+    assert loaded[source]['scalings']['model.layers.1.self_attn.q_proj'] == [4, 16.0]
+    assert loaded[source]['output'] != pytest.approx(trained['output'], abs=1e-3)
+    assert loaded[folded]['output'] == pytest.approx(trained['output'], abs=1e-5, rel=1e-5)
