@@ -165,3 +165,37 @@ def test_never_rendered_where_upstream_goes_native_nor_the_reverse(server, versi
             path, why = chat_path.decide(ollama_version.parse(version)[0], None, server.show(name), reported)
             native = server.native(model)
             assert path != ('rendered' if native else 'native'), (name, native, path, why)
+
+
+def serve_ctx(tmp_path, processes, systemctl_out=None):
+    """/proc with ``ollama serve`` processes: pid -> environment dict, or None for one that cannot be read
+    (another user's process without root). systemctl show answers ``systemctl_out``."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+    for pid, environ in processes.items():
+        proc = tmp_path / 'proc' / str(pid)
+        proc.mkdir(parents=True)
+        (proc / 'cmdline').write_bytes(b'/usr/bin/ollama\x00serve\x00')
+        (proc / 'cgroup').write_text('0::/system.slice/ollama.service\n')
+        if environ is None:
+            (proc / 'environ').mkdir()   # not a regular file: unreadable, as without root
+        else:
+            (proc / 'environ').write_bytes(b'\x00'.join(('%s=%s' % kv).encode() for kv in environ.items()))
+    return AuditContext(proc_root=str(tmp_path / 'proc'), sys_root=str(tmp_path / 'sys'), kernel_release='6.18.0',
+                        run_command=lambda cmd: (0, systemctl_out or '', ''), which=lambda name: '/usr/bin/' + name)
+
+
+@pytest.mark.parametrize('processes,systemctl_out,state,raw', [
+    ({77: {'OLLAMA_GO_TEMPLATE': 'f'}}, None, 'set', 'f'),
+    ({77: {'HOME': '/usr/share/ollama'}}, None, 'unset', None),
+    ({77: {'OLLAMA_GO_TEMPLATE': '0'}, 78: {'OLLAMA_GO_TEMPLATE': '0'}}, None, 'set', '0'),
+    ({77: {'OLLAMA_GO_TEMPLATE': '0'}, 78: {}}, None, 'unknown', None),   # which one serves the url?
+    ({}, None, 'unknown', None),                                          # no serve process found
+    # Unreadable environment: the unit's Environment= when it sets it and no EnvironmentFile= can override it.
+    ({77: None}, 'Environment=HOME=/x "OLLAMA_GO_TEMPLATE=false"\nEnvironmentFiles=\n', 'set', 'false'),
+    ({77: None}, 'Environment=OLLAMA_GO_TEMPLATE=true\nEnvironmentFiles=/etc/default/ollama (ignore_errors=no)\n',
+     'unknown', None),
+    ({77: None}, 'Environment=HOME=/x\nEnvironmentFiles=\n', 'unknown', None),   # the manager's environment could
+])
+def test_the_setting_of_the_serve_process(tmp_path, processes, systemctl_out, state, raw):
+    read = chat_path.go_template_setting(serve_ctx(tmp_path, processes, systemctl_out))
+    assert (read.state, read.raw) == (state, raw), read.source

@@ -134,9 +134,10 @@ def serve_environment(ctx, name):
         return state, value, '; '.join(source for _state, _value, source in answers)
     if len(answers) == 1:
         return answers[0]
+    pids = ', '.join(str(p.pid) for p in servers)
+    sources = '; '.join(source for _state, _value, source in answers)
     return 'unknown', None, ('%d ollama serve processes (pids %s) do not all answer the same (%s); which one serves '
-                             'the url cannot be told' % (len(servers), ', '.join(str(p.pid) for p in servers),
-                                                          '; '.join(source for _state, _value, source in answers)))
+                             'the url cannot be told' % (len(servers), pids, sources))
 
 
 def _process_setting(ctx, process, name):
