@@ -96,9 +96,9 @@ def _installs(ctx, settings, processes):
     return sorted(unique.values())
 
 
-def _max_lora_rank(process):
+def _max_lora_rank(entry):
     """The engine's --max-lora-rank (vllm/config/lora.py default 16), or None when it is not a number."""
-    value = process.value('--max-lora-rank', str(lora_scale.VLLM_DEFAULT_MAX_LORA_RANK))
+    value = entry.value('--max-lora-rank', str(lora_scale.VLLM_DEFAULT_MAX_LORA_RANK))
     return int(value) if value.isdigit() and len(value) < 7 else None
 
 
@@ -118,8 +118,9 @@ def _judge_one(adapter, version, text, where, max_lora_rank, listed):
                 'modules_listed': (all_off + some_off or rows)[:listed]}
     served_by = 'vLLM %s' % text if text else 'vLLM before 0.32.0 (none found here)'
     if refusals:
-        return 'at_risk', '%s: vLLM %s refuses it: %s.' % (name, text or lora_scale.dotted(version),
-                                                           '; '.join(refusals)), evidence
+        return 'at_risk', '%s: vLLM %s refuses it: %s.' % (
+            name, text or '%s (none found here; judged as that release)' % lora_scale.dotted(version),
+            '; '.join(refusals)), evidence
     if all_off:
         status = 'affected' if text else 'at_risk'
         return status, ('%s: %s serves %d of %d modules at another scale than trained (factor %s).'

@@ -160,7 +160,7 @@ def _judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_h
         # is_draft sends the engine to the daemon's draft group (its own socket and key, daemon.py 0.31.0),
         # whose fields are the draft model's: only the socket decides here.
         key_rows = [row for row in key_rows if row[0] in ('vllm_version', 'is_draft')]
-        key_rows = [(name, weight_cache.SAME if name == 'is_draft' else verdict, why) for name, verdict, why in key_rows]
+        key_rows = [(field, weight_cache.SAME if field == 'is_draft' else verdict, why) for field, verdict, why in key_rows]
     key, reach = weight_cache.overall(key_rows), weight_cache.overall(socket_rows)
     evidence = {'daemon_pid': daemon.entry.pid, 'daemon_model': daemon.model,
                 'daemon_header_fingerprint': daemon.fingerprint, 'key': _summary_of(key_rows),
@@ -189,10 +189,12 @@ def _judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_h
                       'mapped.' % (name, daemon.entry.pid, daemon.model)), evidence
     differing = (details['tensors_differing'], details['tensors_compared'])
     if key == reach == weight_cache.SAME or outcome == 'mapped':
-        return 'affected', ('%s (%s) is served the weights of %s by daemon pid %d: same vLLM cache key (header '
-                            'fingerprint %s), different weights in %d of %d tensors compared.' % ((
-                                name, engine.model, daemon.model, daemon.entry.pid,
-                                (engine.fingerprint or '')[:12]) + differing)), evidence
+        how = ('same vLLM cache key (header fingerprint %s)' % (engine.fingerprint or '')[:12]
+               if key == reach == weight_cache.SAME else 'its log says it mapped tensors from the weight cache daemon, '
+               'and nothing rules this daemon out')
+        return 'affected', ('%s (%s) is served the weights of %s by daemon pid %d: %s, different weights in %d of %d '
+                            'tensors compared.' % ((name, engine.model, daemon.model, daemon.entry.pid, how)
+                                                   + differing)), evidence
     unknown = [r for r in socket_rows + key_rows if r[1] == weight_cache.UNKNOWN]
     return 'at_risk', ('%s may be served the weights of %s by daemon pid %d (different weights in %d of %d tensors): '
                        'everything else in the key matches, but %s.' % (
