@@ -24,10 +24,17 @@ $(TEST_TARGETS): export CONTAINERS_CONF := $(BUILD)/containers.conf
 .PHONY: help audit install test venv collection test-env units e2e sanity lint molecule bench ee clean
 
 help:
-	@echo "make audit   - set up and audit this machine (report in $(REPORT_DIR))"
-	@echo "make install - install the collection for your own ansible-playbook runs"
-	@echo "make test    - set up and run every test (unit, e2e, sanity, lint)"
-	@echo "make units | e2e | sanity | lint | molecule | bench | ee"
+	@echo "make audit   - set up and audit this machine (report in $(REPORT_DIR)); no root needed"
+	@echo "               INVENTORY=path  audit that inventory instead (default: inventory/localhost.yml)"
+	@echo "               AUDIT_ARGS='-b -K -e postmortem_fail_on=at_risk'  more ansible-playbook options"
+	@echo "               REPORT_DIR=path  where the reports go"
+	@echo "make install - install the collection into ~/.ansible/collections for your own ansible-playbook"
+	@echo "               runs (ansible-playbook is .venv/bin/ansible-playbook, or your own ansible-core 2.19+)"
+	@echo "make test    - set up and run every test (unit, e2e, sanity, lint, Molecule), as CI does;"
+	@echo "               needs root (or passwordless sudo): it installs Debian packages, builds images,"
+	@echo "               starts dockerd, podman containers and llama-server; about 25 min cold"
+	@echo "make units | e2e | sanity | lint | molecule | bench | ee - parts of make test, and the benchmark"
+	@echo "make clean   - remove build/, the report directory and pytest's cache (.venv stays)"
 
 venv:
 	@scripts/venv.sh requirements/controller.txt
@@ -37,7 +44,7 @@ collection: venv
 
 audit: collection
 	@printf '==> %s\n' "ANSIBLE_COLLECTIONS_PATH='$(COLLECTIONS)' '$(VENV)/bin/ansible-playbook' homelab.postmortem.audit -i '$(INVENTORY)' -e '{\"postmortem_report_dir\": \"$(REPORT_DIR)\"}' $(AUDIT_ARGS)"
-	"$(VENV)/bin/ansible-playbook" homelab.postmortem.audit -i "$(INVENTORY)" \
+	@"$(VENV)/bin/ansible-playbook" homelab.postmortem.audit -i "$(INVENTORY)" \
 		-e '{"postmortem_report_dir": "$(REPORT_DIR)"}' $(AUDIT_ARGS)
 
 # Into the user's default collections path, so a plain ansible-playbook finds it.

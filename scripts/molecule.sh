@@ -17,6 +17,23 @@ export POSTMORTEM_PYTHON="${VENV}/bin/python"
 export ANSIBLE_COLLECTIONS_PATH="${ANSIBLE_COLLECTIONS_PATH:-${BUILD}/collections}"
 export CONTAINERS_CONF="${CONTAINERS_CONF:-${BUILD}/containers.conf}"
 export ANSIBLE_FORCE_COLOR=0 PY_COLORS=0 NO_COLOR=1
+# Molecule must test exactly the collection make just built into build/collections (prerun: false in
+# every molecule.yml keeps it from building its own copy into ~/.ansible/collections). To prove it, the
+# scenarios run with a HOME of their own whose ~/.ansible/collections holds a decoy homelab.postmortem
+# that fails every role: if Molecule or Ansible ever searched there, a scenario would fail, and Ansible's
+# "Another version of 'homelab.postmortem'" warning fails the run below.
+decoy_home="${BUILD}/molecule-home"
+decoy="${decoy_home}/.ansible/collections/ansible_collections/homelab/postmortem"
+rm -rf "${decoy_home}" && mkdir -p "${decoy}/meta"
+printf '{"collection_info": {"namespace": "homelab", "name": "postmortem", "version": "0.0.0-decoy"}, "file_manifest_file": {"name": "FILES.json"}, "format": 1}\n' >"${decoy}/MANIFEST.json"
+printf '{"files": [], "format": 1}\n' >"${decoy}/FILES.json"
+printf -- '---\nrequires_ansible: ">=2.19.0"\n' >"${decoy}/meta/runtime.yml"
+for role_dir in "${REPO_ROOT}"/roles/*/; do
+  mkdir -p "${decoy}/roles/$(basename "${role_dir}")/tasks"
+  printf -- '---\n- name: Fail, this is the decoy\n  ansible.builtin.fail:\n    msg: the decoy homelab.postmortem in ~/.ansible/collections was used\n' \
+    >"${decoy}/roles/$(basename "${role_dir}")/tasks/main.yml"
+done
+export HOME="${decoy_home}"
 status=0
 # MOLECULE_ROLE=<role> runs one role's scenarios only.
 for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.yml; do
@@ -24,7 +41,13 @@ for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.y
   role_dir="$(dirname "$(dirname "$(dirname "${scenario}")")")"
   name="$(basename "$(dirname "${scenario}")")"
   log "molecule test: $(basename "${role_dir}") / ${name}"
-  (cd "${role_dir}" && molecule test -s "${name}") || status=1
+  log_file="${BUILD}/molecule-$(basename "${role_dir}")-${name}.log"
+  (cd "${role_dir}" && molecule test -s "${name}") 2>&1 | tee "${log_file}"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  if grep -q "Another version of 'homelab.postmortem'" "${log_file}"; then
+    log "FAILED: Molecule saw another copy of homelab.postmortem besides ${BUILD}/collections (see ${log_file})"
+    status=1
+  fi
 done
 # The docker_overlay_recover scenario's swarm is this machine's: stop it whatever happened.
 "${VENV}/bin/python" "${REPO_ROOT}/tests/e2e/docker_fleet.py" down >/dev/null 2>&1 || true

@@ -1,5 +1,6 @@
 """Fixtures that start real components (see helpers.py for what each one is)."""
 import os
+import shutil
 import subprocess
 import time
 
@@ -11,6 +12,41 @@ from helpers import BUILD, free_port, http_json, read_env_file
 def pytest_configure(config):
     config.addinivalue_line('markers', 'needs_root(reason): the test drives rootful components; '
                                        'without root it fails (make test runs as root, as CI does)')
+
+
+def _leftovers():
+    """What the machine holds that a test could leave behind: network namespaces, podman containers
+    (root's), veth links, FUSE mounts, test dockerd sockets."""
+    found = set()
+    if os.path.isdir('/run/netns'):
+        found.update('netns ' + name for name in os.listdir('/run/netns'))
+    if os.geteuid() == 0 and shutil.which('podman'):
+        listed = subprocess.run(['podman', 'ps', '-a', '--format', '{{.Names}}'], capture_output=True, text=True,
+                                env=dict(os.environ, CONTAINERS_CONF=os.path.join(BUILD, 'containers.conf')),
+                                timeout=60, check=False)
+        found.update('podman container ' + name for name in listed.stdout.split())
+    links = subprocess.run(['ip', '-o', 'link'], capture_output=True, text=True, timeout=30, check=False).stdout
+    found.update('link ' + line.split(':')[1].strip().split('@')[0] for line in links.splitlines()
+                 if line.split(':')[1].strip().startswith('veth'))
+    with open('/proc/self/mountinfo') as handle:
+        found.update('mount ' + line.split(' ')[4] for line in handle if ' - fuse' in line)
+    return found
+
+
+@pytest.fixture(scope='session', autouse=True)
+def nothing_left_behind():
+    """After the whole e2e suite, the machine holds nothing the tests made: no namespace, container,
+    veth or mount that was not there before. A leftover fails the suite, naming it."""
+    before = _leftovers()
+    yield
+    # Containers and namespaces are released asynchronously for a moment after their test ends.
+    deadline = time.time() + 30
+    while True:
+        left = sorted(_leftovers() - before)
+        if not left or time.time() > deadline:
+            break
+        time.sleep(1)
+    assert not left, 'the e2e tests left these behind: %s' % ', '.join(left)
 
 
 def pytest_runtest_setup(item):

@@ -35,6 +35,7 @@ ENV = read_env_file('podman.env')
 IMAGE = ENV.get('POSTMORTEM_TINY_IMAGE', 'localhost/postmortem-tiny:1')
 ROOTLESS = ENV.get('POSTMORTEM_ROOTLESS_USER', 'pmrootless')
 PODMAN_ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(BUILD, 'containers.conf'))
+NETNS_DIR = '/run/netns'
 
 
 def podman(*args, check=True, user=None, timeout=120):
@@ -60,9 +61,13 @@ def wait_for(predicate, timeout=30, what='condition'):
 
 @pytest.fixture
 def names():
-    """Unique container names for one test; every container is removed afterwards."""
+    """Unique container names for one test; every container is removed afterwards, and every
+    network namespace podman made for them: a container whose last exit was never cleaned up
+    (make_stuck's) keeps its namespace, and the address in it, after podman rm, and podman's
+    allocator would hand that address out again."""
     made = []
     token = uuid.uuid4().hex[:6]
+    namespaces_before = set(os.listdir(NETNS_DIR)) if os.path.isdir(NETNS_DIR) else set()
 
     def name(label, user=None):
         made.append((label + '-' + token, user))
@@ -70,6 +75,12 @@ def names():
     yield name
     for container, user in made:
         podman('rm', '--force', container, check=False, user=user)
+    in_use = set(podman('ps', '--format', '{{.NetworkSettings.SandboxKey}}', check=False).stdout.split())
+    for namespace in (set(os.listdir(NETNS_DIR)) if os.path.isdir(NETNS_DIR) else set()) - namespaces_before:
+        path = os.path.join(NETNS_DIR, namespace)
+        if path not in in_use and namespace.startswith('netns-'):
+            subprocess.run(['umount', path], capture_output=True, check=False)
+            os.unlink(path)
 
 
 def detect(check, probes=(), settings=None):
