@@ -1,8 +1,8 @@
 """vllm_lora_patterns and vllm_lora_fold on real safetensors files written here (numpy + the
 safetensors package).
 
-Expected scales come from upstream: fixtures/peft/peft_scales.json holds what PEFT 0.13.2, 0.14.0,
-0.17.1 and 0.21.2 themselves saved and trained with (fixtures/peft/regenerate.sh, each release in its
+Expected scales come from upstream: fixtures/peft/peft_scales.json holds what PEFT 0.8.2, 0.13.2,
+0.14.0, 0.15.2, 0.17.1 and 0.21.2 themselves saved and trained with (fixtures/peft/regenerate.sh, each release in its
 own virtualenv on CPU PyTorch 2.13.0), and fixtures/vllm/peft_helper_served.json what each vLLM
 wheel's own vllm/lora/peft_helper.py serves (fixtures/vllm/run_peft_helper.py, 0.28.0 to 0.33.0).
 PEFT 0.21.2 runs again as the oracle in tests/e2e/test_vllm_lora_peft.py.
@@ -292,6 +292,10 @@ def test_trained_scales_are_the_ones_peft_trained_with(tmp_path, version, case):
 def test_the_config_fields_tell_the_peft_release():
     def saved(version):
         return adapters.lora_scale.infer_peft_range(recorded(version, 'plain')['adapter_config'], None)
+    # 0.8.2 writes use_rslora (0.8.0) and not use_dora (0.9.0).
+    assert (saved('0.8.2').first, saved('0.8.2').last) == ((0, 8, 0), (0, 8, 2))
+    # 0.15.2 writes corda_config (0.15.0) and not use_qalora (0.16.0).
+    assert (saved('0.15.2').first, saved('0.15.2').last) == ((0, 15, 0), (0, 15, 2))
     # 0.13.2 writes layer_replication (0.10.0) and not exclude_modules (0.14.0).
     assert (saved('0.13.2').first, saved('0.13.2').last) == ((0, 10, 0), (0, 13, 2))
     assert (saved('0.14.0').first, saved('0.14.0').last) == ((0, 14, 0), (0, 14, 0))

@@ -70,7 +70,7 @@ NEWEST_PEFT = PEFT_RELEASES[-1]
 # of its release (but runtime_config, 0.12.0 and later, which LoraConfig.to_dict pops: 0.13.2
 # lora/config.py l.322): a field tells the release is at least the one that added it, and a missing
 # field that every release since some version writes tells it is older than that version. Checked
-# against the adapter_config.json PEFT 0.13.2, 0.14.0, 0.17.1 and 0.21.2 wrote
+# against the adapter_config.json PEFT 0.8.2, 0.13.2, 0.14.0, 0.15.2, 0.17.1 and 0.21.2 wrote
 # (tests/unit/fixtures/peft/peft_scales.json).
 PEFT_BASE_FIELDS = (
     'alpha_pattern', 'auto_mapping', 'base_model_name_or_path', 'bias', 'fan_in_fan_out', 'inference_mode',
