@@ -318,3 +318,33 @@ def test_what_cannot_be_read_is_never_a_reason_for_ok(tmp_path, models):
     socket = result['evidence']['daemons'][0]['socket']
     assert socket['uid']['verdict'] == socket['gpu']['verdict'] == socket['socket_dir']['verdict'] == 'unknown'
     assert result['status'] == 'at_risk', result
+
+
+def test_private_tmp_read_from_the_units_when_the_views_cannot_be(tmp_path, models):
+    host = Host(tmp_path)
+    host.start('preload', '--model', models['base'], unit='vllm-preload.service')
+    private = host.start('serve', models['tuned'], '--load-format', 'ipc_cache', unit='engine-a.service')
+    joined = host.start('serve', models['tuned'], '--load-format', 'ipc_cache', unit='engine-b.service')
+    plain = host.start('serve', models['tuned'], '--load-format', 'ipc_cache', unit='engine-c.service')
+    for pid in os.listdir(str(host.proc)):
+        for name in ('root', 'ns/mnt'):
+            os.unlink(str(host.proc / pid / name))
+            os.symlink('/nonexistent-%s' % pid, str(host.proc / pid / name))
+    shown = {'engine-a.service': 'PrivateTmp=yes\nJoinsNamespaceOf=\n',
+             'engine-b.service': 'PrivateTmp=yes\nJoinsNamespaceOf=vllm-preload.service\n',
+             'engine-c.service': 'PrivateTmp=no\nJoinsNamespaceOf=\n',
+             'vllm-preload.service': 'PrivateTmp=yes\nJoinsNamespaceOf=\n'}
+    journal = host.run_command
+
+    def run_command(argv):
+        if argv[0].endswith('systemctl'):
+            return 0, shown[argv[argv.index('show') + 1]], ''
+        return journal(argv)
+    host.run_command = run_command
+    finding = host.audit(journal_lines=0)
+    # systemd.exec(5): PrivateTmp=yes gives a unit /tmp and /var/tmp of its own; systemd.unit(5):
+    # JoinsNamespaceOf= shares them when both units have PrivateTmp=.
+    for pid in (private, plain):
+        result = engine_of(finding, pid)
+        assert result['status'] == 'ok' and 'PrivateTmp=yes' in result['summary'], result
+    assert engine_of(finding, joined)['status'] == 'at_risk'

@@ -411,6 +411,38 @@ def _mount_ns(ctx, pid):
         return None
 
 
+def _private_tmp(ctx, engine, daemon, path):
+    """Why ``path`` is another directory for the two processes by their systemd units, or None.
+
+    A unit with PrivateTmp=yes gets /tmp and /var/tmp of its own (systemd.exec(5)), shared only with
+    a unit it joins (JoinsNamespaceOf=, both with PrivateTmp=); asked only when the processes' own
+    views cannot be read."""
+    if not (path == '/tmp' or path.startswith(('/tmp/', '/var/tmp/')) or path == '/var/tmp'):
+        return None
+    units = [hostio.systemd_unit_from_cgroup(side.entry.process.cgroup_lines()) for side in (engine, daemon)]
+    if not units[0][0] or not units[1][0] or units[0] == units[1]:
+        return None
+    systemctl = ctx.which('systemctl')
+    if not systemctl:
+        return None
+    shown = []
+    for unit, scope in units:
+        try:
+            shown.append(hostio.systemd_show(ctx.run_command, systemctl, unit, ['PrivateTmp', 'JoinsNamespaceOf'], scope))
+        except hostio.ReadProblem:
+            return None
+    private = [props.get('PrivateTmp') == 'yes' for props in shown]
+    if not any(private):
+        return None
+    # systemd.unit(5) JoinsNamespaceOf=: honoured only when both units have PrivateTmp=, either side naming the other.
+    joined = all(private) and (units[1][0] in shown[0].get('JoinsNamespaceOf', '').split()
+                               or units[0][0] in shown[1].get('JoinsNamespaceOf', '').split())
+    if joined:
+        return None
+    unit = units[0][0] if private[0] else units[1][0]
+    return '%s has PrivateTmp=yes (not joined with the other\'s), so %s is its own' % (unit, path)
+
+
 def _first_gpu(side):
     """(first visible device as CUDA names it, CUDA_DEVICE_ORDER) of the process (local rank 0's GPU)."""
     environ = side.entry.process.environ() or {}
@@ -473,8 +505,12 @@ def compare_socket(ctx, engine, daemon):
     elif _mount_ns(ctx, engine.entry.pid) and _mount_ns(ctx, engine.entry.pid) == _mount_ns(ctx, daemon.entry.pid):
         rows.append(('socket_dir', SAME, why + ', same mount namespace'))
     else:
-        rows.append(('socket_dir', UNKNOWN, why + ': same path, but whether it is the same directory (PrivateTmp, '
-                     'containers) could not be read'))
+        private = _private_tmp(ctx, engine, daemon, ours)
+        if private:
+            rows.append(('socket_dir', DIFFERS, why + ': ' + private))
+        else:
+            rows.append(('socket_dir', UNKNOWN, why + ': same path, but whether it is the same directory (PrivateTmp, '
+                         'containers) could not be read'))
     rows.append(('gpu',) + compare_gpu(engine, daemon))
     return rows
 
