@@ -16,7 +16,7 @@ options:
   backup:
     description:
       - Keep a copy of each existing file before it is changed, beside it, named C(<name>.<UTC time>.bak)
-        (for example C(config.txt.20261201T131512Z.bak)): names a FAT filesystem accepts, sorted by time.
+        (for example C(config.txt.20261201T131512Z.bak)); names a FAT filesystem accepts, sorted by time.
       - Backups are never deleted by this collection; restore one by copying it over the file.
     type: bool
     default: true
