@@ -239,6 +239,21 @@ def test_fold_scales_lora_b_keeps_everything_else_and_is_idempotent(tmp_path, dt
     assert not fold.up_to_date(dest, fold.plan(adapters.load(src)).fingerprint)
 
 
+def test_a_second_fold_keeps_the_first_as_a_backup_a_server_can_read(tmp_path):
+    """The replaced adapter is kept under the backup name every fix module uses; the new directory is
+    readable by a server running as another user (mkdtemp would leave it 0700)."""
+    src, dest = str(tmp_path / 'src'), str(tmp_path / 'dest')
+    ranks = {'model.layers.0.self_attn.v_proj': 4, 'model.layers.1.self_attn.v_proj': 4}
+    write_adapter(src, config(rank_pattern={'v_proj': 4}, peft_version='0.21.2'), ranks=ranks)
+    os.chmod(src, 0o755)
+    assert fold.write(fold.plan(adapters.load(src)), dest) is None
+    assert oct(os.stat(dest).st_mode & 0o777) == '0o755'
+    assert oct(os.stat(os.path.join(dest, 'adapter_model.safetensors')).st_mode & 0o777) == '0o644'
+    backup = fold.write(fold.plan(adapters.load(src)), dest)
+    assert os.path.basename(backup).startswith('dest.') and backup.endswith('Z.bak') and ':' not in backup
+    assert os.path.isfile(os.path.join(backup, 'adapter_config.json'))
+
+
 def test_fold_refuses_what_it_cannot_do(tmp_path):
     src = str(tmp_path / 'int8')
     write_adapter(src, config(alpha_pattern={'v_proj': 32}), dtype=np.int8)

@@ -22,8 +22,8 @@ import math
 import os
 import shutil
 import tempfile
-import time
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import safetensors
@@ -139,18 +139,27 @@ def write(plan_, dest):
     parent = os.path.dirname(os.path.abspath(dest)) or '.'
     work = tempfile.mkdtemp(prefix='.%s.fold-' % os.path.basename(dest), dir=parent)
     try:
+        # mkdtemp makes the directory 0700; the server that loads the adapter may run as another user,
+        # so it gets the source directory's mode (0755 when that cannot be read).
+        try:
+            os.chmod(work, os.stat(adapter.path).st_mode & 0o7777 or 0o755)
+        except OSError:
+            os.chmod(work, 0o755)
         for name in sorted(os.listdir(adapter.path)):
             source = os.path.join(adapter.path, name)
             if name in (vllm_adapters.CONFIG, vllm_adapters.WEIGHTS) or not os.path.isfile(source):
                 continue
-            shutil.copy2(source, os.path.join(work, name))
+            filewrite.copy_file(source, os.path.join(work, name))
         with open(os.path.join(work, vllm_adapters.CONFIG), 'w') as handle:
             json.dump(plan_.config, handle, indent=2, sort_keys=True)
             handle.write('\n')
         _write_weights(plan_, os.path.join(work, vllm_adapters.WEIGHTS))
+        for name in (vllm_adapters.CONFIG, vllm_adapters.WEIGHTS):
+            os.chmod(os.path.join(work, name), 0o644)
         backup = None
         if os.path.lexists(dest):
-            backup = '%s.%s.bak' % (dest.rstrip('/'), time.strftime('%Y%m%dT%H%M%S'))
+            # The same backup names as every fix module (filewrite.backup_path).
+            backup = filewrite.backup_path(dest)
             os.rename(dest, backup)
         os.rename(work, dest)
         return backup
