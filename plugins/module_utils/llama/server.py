@@ -58,38 +58,37 @@ def is_llama_server(name):
     return name == 'llama-server' or name.startswith('llama-server.')
 
 
-def from_argv(argv, option):
-    """The last value given for ``option`` on a command line, or None.
+def _given(argv, names):
+    """Every value given for any of ``names`` on a command line, in order: the one argv reader.
 
     Only the two-word form counts: llama-server (b11434) exits with "invalid
     argument" on ``--sleep-idle-seconds=2``, so a running process never has it.
+    Names are compared as llama.cpp looks them up (``--lora_scaled`` is ``--lora-scaled``).
     """
-    value = None
-    args = list(argv[1:])
-    index = 0
-    while index < len(args):
-        if _arg_name(args[index]) in option.names and index + 1 < len(args):
-            value = args[index + 1]
-            index += 1
-        index += 1
-    return value
-
-
-def all_from_argv(argv, option):
-    """Every value given for ``option`` (repeated flags and comma-separated lists), in order."""
     values = []
     args = list(argv[1:])
     index = 0
     while index < len(args):
-        if args[index] in option.names and index + 1 < len(args):
-            values.extend(v for v in args[index + 1].split(',') if v)
+        if _arg_name(args[index]) in names and index + 1 < len(args):
+            values.append(args[index + 1])
             index += 1
         index += 1
     return values
 
 
+def from_argv(argv, option):
+    """The last value given for ``option`` on a command line, or None."""
+    given = _given(argv, option.names)
+    return given[-1] if given else None
+
+
+def all_from_argv(argv, option):
+    """Every value given for ``option`` (repeated flags and comma-separated lists), in order."""
+    return [v for value in _given(argv, option.names) for v in value.split(',') if v]
+
+
 def has_flag(argv, *names):
-    return any(arg in names for arg in argv[1:])
+    return any(_arg_name(arg) in names for arg in argv[1:])
 
 
 # common/arg.cpp common_arg_utils::is_truthy / is_falsey (b11434). Anything else in the
