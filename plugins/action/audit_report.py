@@ -32,6 +32,21 @@ ARGUMENT_SPEC = dict(
 )
 
 
+def _host_var(hostvars, host, name, unreadable):
+    """A host's variable as Ansible templates it; None when the host or the variable is missing.
+
+    A value Ansible itself cannot template (a registered result nested about 200 levels deep
+    fails with "Recursive loop detected in template") costs only that host its row, as
+    ``unreadable(reason)``: the report is the fleet's, and one host's result must not fail it."""
+    try:
+        return hostvars[host].get(name)
+    except KeyError:
+        return None
+    except Exception as exc:  # pylint: disable=broad-except
+        reason = ' '.join(str(exc).split())[:300] or type(exc).__name__
+        return unreadable('its %s could not be read on the controller: %s' % (name, reason))
+
+
 class ActionModule(ActionBase):
     """Runs on the controller: reads every host's audit result, writes the reports."""
 
@@ -48,14 +63,12 @@ class ActionModule(ActionBase):
         hostvars = task_vars.get('hostvars') or {}
         results, before, remediation = {}, {}, {}
         for host in hosts:
-            try:
-                results[host] = hostvars[host].get(args['result_var'])
-                if args['before_var']:
-                    before[host] = hostvars[host].get(args['before_var'])
-                if args['remediation_var']:
-                    remediation[host] = hostvars[host].get(args['remediation_var'])
-            except KeyError:
-                results[host] = None
+            results[host] = _host_var(hostvars, host, args['result_var'], lambda why: {'failed': True, 'msg': why})
+            if args['before_var']:
+                before[host] = _host_var(hostvars, host, args['before_var'], lambda why: {'failed': True, 'msg': why})
+            if args['remediation_var']:
+                remediation[host] = _host_var(hostvars, host, args['remediation_var'],
+                                              lambda why: {'state': 'unknown', 'reason': why})
 
         checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS]
         scope = {

@@ -18,6 +18,9 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.runner import (
     DEFAULT_COMMAND_TIMEOUT, DEFAULT_DETECTION_TIMEOUT, CommandRunner)
 
 COLLECTION_VERSION = '0.2.0'
+# audit_interface.MAX_SECONDS, which the controller checks the playbook's timeouts against (a unit
+# test holds the two equal); not imported from there, which would add its import to every host's start-up.
+MAX_SECONDS = 7 * 24 * 3600
 
 
 def root_problem(root, local_checks=True):
@@ -70,6 +73,11 @@ def main(check_id=None):
     for limit in ('command_timeout', 'detection_timeout', 'max_instances'):
         if params[limit] < 1:
             module.fail_json(msg='%s must be at least 1, got %d' % (limit, params[limit]))
+    for limit in ('command_timeout', 'detection_timeout'):
+        # The playbook's variables were checked on the controller (audit_interface); a direct call is
+        # checked here with the same bound: 10**10 s would break select() in the runner.
+        if params[limit] > MAX_SECONDS:
+            module.fail_json(msg='%s must be at most %d seconds (a week), got %d' % (limit, MAX_SECONDS, params[limit]))
 
     ctx = AuditContext(root=params['root'], probes=params['probes'], settings=settings,
                        runner=CommandRunner(timeout=params['command_timeout']), which=module.get_bin_path,

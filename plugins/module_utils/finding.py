@@ -110,22 +110,114 @@ def safe_text(text):
                        ('\\x%02x' % (ord(c) - 0xdc00) if ord(c) >= 0xdc80 else '\\u%04x' % ord(c)) for c in text)
 
 
-def json_safe(value):
+# What leaves a host is bounded in depth and size, here and only here (docs/architecture.md,
+# "Hostile input"). ansible-core 2.19's controller fails the task that templates a registered
+# result nested about 200 levels deep (measured with a module returning nested facts: 200 passed,
+# 250 failed "Recursive loop detected in template"), and that task is the fleet's report. Our own
+# evidence nests under 10 levels.
+MAX_DEPTH = 64
+# One finding's evidence, counted in characters of text (keys and strings; 8 per other value):
+# with max_instances instances of ordinary evidence a finding stays far below it.
+MAX_EVIDENCE_CHARS = 2 * 1024 * 1024
+MAX_SUMMARY_CHARS = 4096
+DEPTH_CUT = '(cut: nested deeper than %d levels)'
+SIZE_CUT = '(cut: evidence larger than %d characters)'
+
+
+class _Bounds(object):
+    """The limits of one walk and what it had to cut. ``left``: characters left, None for no size bound."""
+
+    def __init__(self, max_depth, max_chars=None):
+        self.max_depth = max_depth
+        self.max_chars = max_chars
+        self.left = max_chars
+        self.cut = []
+
+    def cut_depth(self):
+        if 'depth' not in self.cut:
+            self.cut.append('depth')
+        return DEPTH_CUT % self.max_depth
+
+    def cut_size(self):
+        if 'size' not in self.cut:
+            self.cut.append('size')
+        return SIZE_CUT % self.max_chars
+
+
+def json_safe(value, max_depth=MAX_DEPTH):
     """A copy that strict JSON and ansible-core's controller accept.
 
     Undecodable bytes never leave the host as lone surrogates (the controller
     refuses a whole result with one), NaN and Infinity become text ('nan',
     'inf'), keys become text. Control characters stay: JSON escapes them.
+    A list or dict nested deeper than ``max_depth`` levels below ``value`` is
+    replaced by the text DEPTH_CUT, so no value can make this (or the
+    controller) recurse without bound.
     """
+    return _copy(value, max_depth, _Bounds(max_depth))
+
+
+def _copy(value, depth_left, bounds):
+    """json_safe's walk; with ``bounds.left`` set, the size is bounded too (cut with SIZE_CUT)."""
+    if isinstance(value, str):
+        text = safe_text(value)
+        if bounds.left is not None:
+            if len(text) > bounds.left:
+                text = text[:max(bounds.left, 0)] + bounds.cut_size()
+            bounds.left -= len(text)
+        return text
     if isinstance(value, dict):
-        return dict((safe_text(str(k)), json_safe(v)) for k, v in value.items())
+        if depth_left <= 0:
+            return bounds.cut_depth()
+        if bounds.left is None:
+            return dict((safe_text(str(k)), _copy(v, depth_left - 1, bounds)) for k, v in value.items())
+        copied = {}
+        for key, item in value.items():
+            if bounds.left <= 0:
+                copied['(cut)'] = bounds.cut_size()
+                break
+            key = safe_text(str(key))
+            bounds.left -= len(key)
+            copied[key] = _copy(item, depth_left - 1, bounds)
+        return copied
     if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
+        if depth_left <= 0:
+            return bounds.cut_depth()
+        if bounds.left is None:
+            return [_copy(v, depth_left - 1, bounds) for v in value]
+        copied = []
+        for item in value:
+            if bounds.left <= 0:
+                copied.append(bounds.cut_size())
+                break
+            copied.append(_copy(item, depth_left - 1, bounds))
+        return copied
+    if bounds.left is not None:
+        bounds.left -= 8
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return str(value)
-    if isinstance(value, str):
-        return safe_text(value)
     return value
+
+
+def bounded_finding(finding, max_evidence_chars=MAX_EVIDENCE_CHARS, max_depth=MAX_DEPTH):
+    """The finding with its summary and evidence bounded (json_safe, plus a size budget), so that
+    no input a host hands a detection can make the host's result too deep or too large to travel
+    (registry.run_one applies it to every finding). What was cut is marked where it was cut and
+    named in ``evidence.cut``."""
+    bounds = _Bounds(max_depth, max_evidence_chars)
+    evidence = _copy(finding.get('evidence') or {}, max_depth, bounds)
+    summary = finding.get('summary')
+    summary = safe_text(summary) if isinstance(summary, str) else str(json_safe(summary, 4))
+    if len(summary) > MAX_SUMMARY_CHARS:
+        summary = summary[:MAX_SUMMARY_CHARS] + ' (cut)'
+    if bounds.cut and isinstance(evidence, dict):
+        evidence['cut'] = 'cut where marked: %s' % ' and '.join(
+            {'depth': 'values nested deeper than %d levels' % max_depth,
+             'size': 'evidence beyond %d characters' % max_evidence_chars}[c] for c in bounds.cut)
+    result = dict(finding)
+    result['summary'] = summary
+    result['evidence'] = evidence
+    return result
 
 
 def bound_instances(finding, limit):

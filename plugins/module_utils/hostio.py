@@ -79,6 +79,11 @@ def _open_problem(path, exc):
     return ReadProblem(path, 'cannot be read: %s' % (exc.strerror or exc,), 'unreadable')
 
 
+def file_kind(mode):
+    """What a file that is not a regular file is, in words ('a named pipe'), for reasons."""
+    return _file_kind(mode)
+
+
 def _file_kind(mode):
     for test, name in ((stat.S_ISDIR, 'a directory'), (stat.S_ISFIFO, 'a named pipe'), (stat.S_ISSOCK, 'a socket'),
                        (stat.S_ISCHR, 'a character device'), (stat.S_ISBLK, 'a block device')):
@@ -149,13 +154,20 @@ def read_optional_text(path, limit=MAX_PROC_BYTES):
 
 
 # ASCII digits only (\d would take fullwidth and Arabic-Indic digits), at most 9 per part and
-# 8 parts, and a part may not run on into more digits: "99...9" is no version.
-_VERSION_RE = re.compile(r'^([0-9]{1,9}(?:\.[0-9]{1,9}){0,7})(?![0-9])')
+# 8 parts, and the number may not run on: neither a part into more digits ("99...9", "1.2222...")
+# nor the parts into a ninth (".9"). Such a text does not parse (None, unknown), so it can never
+# be read as its first digits and land outside an affected range.
+_VERSION_RE = re.compile(r'^([0-9]{1,9}(?:\.[0-9]{1,9}){0,7})(?![0-9]|\.[0-9])')
+MAX_VERSION_TEXT = 256
 
 
 def version_tuple(text):
-    """'6.18.34+rpt-rpi-v8' -> (6, 18, 34). None when there is no leading version number."""
-    match = _VERSION_RE.match((text or '').strip().lstrip('vV'))
+    """'6.18.34+rpt-rpi-v8' -> (6, 18, 34). None when there is no leading version number, or the
+    text is longer than MAX_VERSION_TEXT (no version string of any tool is)."""
+    text = (text or '').strip()
+    if len(text) > MAX_VERSION_TEXT:
+        return None
+    match = _VERSION_RE.match(text.lstrip('vV'))
     if not match:
         return None
     return tuple(int(part) for part in match.group(1).split('.'))

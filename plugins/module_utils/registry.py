@@ -34,7 +34,8 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_lora_patterns
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_weight_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError, SettingsError
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import bound_instances, error_finding, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
+    bound_instances, bounded_finding, error_finding, make_finding)
 
 DETECTIONS = (
     pi_ir_tx,
@@ -137,7 +138,12 @@ def not_applicable_here(ctx, detection):
 
 
 def run_one(ctx, detection):
-    """Run one detection; host input and bugs become findings, never a traceback."""
+    """Run one detection; host input and bugs become findings, never a traceback. Every finding
+    leaves bounded in depth and size (finding.bounded_finding), whatever the host handed it."""
+    return bounded_finding(_run_one(ctx, detection))
+
+
+def _run_one(ctx, detection):
     try:
         early = not_applicable_here(ctx, detection)
         if early is not None:

@@ -30,6 +30,11 @@ MAX_LIST = 1000
 # ASCII digits only, bounded: a version setting is compared with versions read from hosts.
 _VERSION_RE = re.compile(r'^[0-9]{1,9}(\.[0-9]{1,9}){0,5}([-+~][0-9A-Za-z.+~-]{0,40})?$')
 _INT_RE = re.compile(r'^[-+]?[0-9]{1,18}$')
+# Every number a setting holds is bounded: check_spec (the contract test) requires min and max of
+# every int and float spec, and whatever a spec says no magnitude above 2**53 passes (floats
+# stop being exact there; a timeout of 10**10 s already breaks select() and socket timeouts,
+# 1e400 is inf, a huge int cannot even be printed on Python 3.11).
+MAX_MAGNITUDE = 2 ** 53
 
 
 class _Invalid(Exception):
@@ -53,6 +58,11 @@ def check_spec(spec):
             problems.append('%s: no description' % key)
         if entry['type'] == 'list' and entry.get('elements') not in ('str', 'int', 'version'):
             problems.append('%s: a list needs elements str, int or version' % key)
+        if entry['type'] in ('int', 'float') or entry.get('elements') == 'int':
+            for bound in ('min', 'max'):
+                limit = entry.get(bound)
+                if isinstance(limit, bool) or not isinstance(limit, (int, float)) or abs(limit) > MAX_MAGNITUDE:
+                    problems.append('%s: a number needs a %s (a number within 2**53), got %r' % (key, bound, limit))
         try:
             if convert(entry, entry.get('default')) != entry.get('default'):
                 problems.append('%s: default %r is not in its canonical form' % (key, entry.get('default')))
@@ -89,7 +99,7 @@ def _scalar(kind, value, entry):
             return True
         if lowered in BOOLEANS_FALSE:
             return False
-        raise _Invalid('%r is not a boolean' % (value,))
+        raise _Invalid('%s is not a boolean' % _shown(value))
     if isinstance(value, bool):
         raise _Invalid('got a boolean')
     if kind == 'int':
@@ -98,7 +108,9 @@ def _scalar(kind, value, entry):
         if isinstance(value, str) and _INT_RE.match(value.strip()):
             value = int(value.strip())
         if not isinstance(value, int):
-            raise _Invalid('%r is not a whole number' % (value,))
+            raise _Invalid('%s is not a whole number' % _shown(value))
+        if abs(value) > MAX_MAGNITUDE:
+            raise _Invalid('a whole number of %d bits is too large (at most 2**53)' % value.bit_length())
         return _bounded(value, entry)
     if kind == 'float':
         if isinstance(value, str):
@@ -107,9 +119,13 @@ def _scalar(kind, value, entry):
             except ValueError:
                 value = None
         if not isinstance(value, (int, float)) or isinstance(value, bool) or value is None:
-            raise _Invalid('%r is not a number' % (value,))
+            raise _Invalid('%s is not a number' % _shown(value))
+        if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+            raise _Invalid('a number of %d bits is too large (at most 2**53)' % value.bit_length())
         if math.isnan(value) or math.isinf(value):
-            raise _Invalid('%r is not a finite number' % (value,))
+            raise _Invalid('%s is not a finite number' % _shown(value))
+        if abs(value) > MAX_MAGNITUDE:
+            raise _Invalid('%s is too large (at most 2**53)' % _shown(value))
         return _bounded(float(value), entry)
     if isinstance(value, (int, float)):
         value = str(value)
@@ -122,6 +138,12 @@ def _scalar(kind, value, entry):
         if not _VERSION_RE.match(value):
             raise _Invalid('%r is not a version (ASCII digits and dots, like 6.18.60)' % (value[:40],))
     return value
+
+
+def _shown(value):
+    """A value for a message, at most about 40 characters (a setting may hold 5,000 digits)."""
+    text = repr(value) if not isinstance(value, int) or value.bit_length() < 200 else 'a number of %d bits' % value.bit_length()
+    return text if len(text) <= 40 else text[:37] + '...'
 
 
 def _bounded(value, entry):
@@ -149,7 +171,7 @@ def convert(entry, value):
         return [_scalar(entry.get('elements', 'str'), item, entry) for item in value]
     result = _scalar(entry['type'], value, entry)
     if entry.get('choices') and result not in entry['choices']:
-        raise _Invalid('%r is not one of %s' % (result, ', '.join(str(c) for c in entry['choices'])))
+        raise _Invalid('%s is not one of %s' % (_shown(result), ', '.join(str(c) for c in entry['choices'])))
     return result
 
 

@@ -18,7 +18,8 @@ import os
 import re
 import tempfile
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
+    DEPTH_CUT, MAX_DEPTH, STATUS_RANK, STATUSES, json_safe, safe_text, worst_status)
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html
 
 # Host states that are not findings. For the fail threshold they count as
@@ -31,17 +32,22 @@ _COMPACT = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False)
 REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'html': 'postmortem.html'}
 
 
-def plain(value):
+def plain(value, depth_left=MAX_DEPTH):
     """Deep copy into plain, strict-JSON types (Ansible hands us tagged/lazy containers; a host
     may hand us NaN or lone surrogates). Exact types are checked first: this runs once per value
-    of every finding of every host."""
+    of every finding of every host. Containers nested deeper than MAX_DEPTH levels below
+    ``value`` become finding.DEPTH_CUT, as on the host: no evidence makes this recurse without bound."""
     kind = type(value)
     if kind is str:
         return safe_text(value)
     if kind is dict or isinstance(value, dict) or hasattr(value, 'items'):
-        return dict((safe_text(str(k)), plain(v)) for k, v in value.items())
+        if depth_left <= 0:
+            return DEPTH_CUT % MAX_DEPTH
+        return dict((safe_text(str(k)), plain(v, depth_left - 1)) for k, v in value.items())
     if kind is list or isinstance(value, (list, tuple, set)):
-        return [plain(v) for v in value]
+        if depth_left <= 0:
+            return DEPTH_CUT % MAX_DEPTH
+        return [plain(v, depth_left - 1) for v in value]
     if value is None or kind is bool:
         return value
     if isinstance(value, int):
@@ -104,9 +110,17 @@ def xml_text(text):
     return _XML_INVALID.sub(_escape_char, str(text))
 
 
+def _text(value):
+    """A value as text; one that is not text is cut to a few levels first (printing it must not
+    recurse through whatever nesting a host gave it)."""
+    if isinstance(value, str):
+        return value
+    return str(json_safe(value, 3)) if value else ''
+
+
 def _one_line(text, limit=500):
     """A reason on one line: runs of whitespace (\\r\\n from ssh, tabs) folded to one space."""
-    return ' '.join(str(text or '').split())[:limit]
+    return ' '.join(_text(text).split())[:limit]
 
 
 def _failure_reason(result, default):
@@ -115,7 +129,7 @@ def _failure_reason(result, default):
     traceback, else the meaningful lines in order (a shell's or pyenv's "command not found" comes
     first, its advice after)."""
     msg = _one_line(result.get('msg') or default)
-    stderr = [line.strip() for line in str(result.get('module_stderr') or '').splitlines() if line.strip()]
+    stderr = [line.strip() for line in _text(result.get('module_stderr')).splitlines() if line.strip()]
     stderr = [line for line in stderr if not line.startswith('Shared connection to')]
     if any(line.startswith('Traceback') for line in stderr):
         after = stderr[max(i for i, line in enumerate(stderr) if line.startswith('Traceback')) + 1:]
@@ -151,7 +165,7 @@ def _classify(name, result):
     if not isinstance(result, dict):
         return _problem(name, 'the audit result is %s, not a task result' % type(result).__name__), None
     if result.get('unreachable'):
-        return _problem(name, _one_line(safe_text(str(result.get('msg') or 'host unreachable'))), 'unreachable'), None
+        return _problem(name, safe_text(_one_line(result.get('msg') or 'host unreachable')), 'unreachable'), None
     if result.get('failed'):
         return _problem(name, safe_text(_failure_reason(result, 'audit module failed'))), None
     if result.get('skipped'):
@@ -246,7 +260,7 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
     extra = sorted(seen - set(c[0] for c in known))
     for cid in extra:
         title = next((e['findings'][cid].get('title') for e in entries if cid in e['findings']), cid)
-        known.append((cid, safe_text(str(title))))
+        known.append((cid, safe_text(_text(title)) or cid))
     totals = dict((s, 0) for s in STATUSES + HOST_PROBLEMS)
     for entry in entries:
         if entry['state'] != 'audited':

@@ -17,7 +17,7 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe
 
 WIDTH = 100
 LINES = 60
@@ -32,8 +32,12 @@ _SHORT = {'not_applicable': 'n/a', 'unreachable': 'unreach'}
 
 
 def one_line(text, limit=500):
-    """A text on one line: runs of whitespace (\\r\\n from ssh, tabs) folded to one space."""
-    return ' '.join(str(text or '').split())[:limit]
+    """A text on one line: runs of whitespace (\\r\\n from ssh, tabs) folded to one space. A value
+    that is not text (a host's summary may be anything) is shown cut to a few levels, so that
+    printing it cannot recurse through whatever nesting it has."""
+    if not isinstance(text, str):
+        text = str(json_safe(text, 3)) if text else ''
+    return ' '.join(text.split())[:limit]
 
 
 def fit(line, width=WIDTH):
@@ -50,7 +54,7 @@ def fix_text(finding):
         role_vars = remediation.get('vars') or {}
         try:
             shown = (' with %s' % json.dumps(role_vars, sort_keys=True)) if role_vars else ''
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, RecursionError):
             shown = ''
         parts.append('role %s%s' % (one_line(remediation['role'], 200), shown))
     if remediation.get('module'):

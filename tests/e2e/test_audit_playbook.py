@@ -122,6 +122,6 @@ def test_the_payload_carries_what_the_probes_import_late(tmp_path):
                    check=True, capture_output=True)
     exploded = os.path.join(os.path.dirname(payload[0]), 'debug_dir')
     utils = os.path.join(exploded, 'ansible_collections', 'homelab', 'postmortem', 'plugins', 'module_utils')
-    for late in ('llama/lora_probe.py', 'llama/probes.py', 'rpi/ir_trace.py', 'podman/export.py', 'loopback_http.py'):
+    for late in ('llama/lora_probe.py', 'llama/probes.py', 'rpi/ir_trace.py', 'podman/export.py', 'loopback_http.py',
+                 'deadline_http.py', 'bounded_json.py'):
         assert os.path.isfile(os.path.join(utils, late)), late
-    assert os.path.isfile(os.path.join(exploded, 'ansible', 'module_utils', 'urls.py'))

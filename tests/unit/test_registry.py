@@ -102,8 +102,8 @@ def test_the_audit_starts_without_loading_what_only_probes_and_present_services_
     loaded = set(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout.split())
     prefix = 'ansible_collections.homelab.postmortem.plugins.module_utils.'
     assert prefix + 'registry' in loaded
-    late = ['ansible.module_utils.urls', 'http.client', prefix + 'llama.lora_probe', prefix + 'llama.probes',
-            prefix + 'rpi.ir_trace', prefix + 'podman.export']
+    late = ['ansible.module_utils.urls', 'http.client', 'ssl', prefix + 'deadline_http', prefix + 'llama.lora_probe',
+            prefix + 'llama.probes', prefix + 'rpi.ir_trace', prefix + 'podman.export', prefix + 'audit_interface']
     assert [name for name in late if name in loaded] == []
 
 

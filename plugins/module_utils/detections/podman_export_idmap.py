@@ -53,7 +53,7 @@ SETTINGS = {
                              'description': 'Containers the export_owners probe exports per user.'},
     'probe_timeout': {'type': 'int', 'default': 60, 'min': 1, 'max': 3600,
                       'description': 'Seconds one probe export may take.'},
-    'probe_max_bytes': {'type': 'int', 'default': 512 * 1024 * 1024, 'min': 1024,
+    'probe_max_bytes': {'type': 'int', 'default': 512 * 1024 * 1024, 'min': 1024, 'max': 64 * 1024 * 1024 * 1024,
                         'description': 'Bytes of one export the probe reads at most.'},
 }
 

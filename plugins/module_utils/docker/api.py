@@ -3,9 +3,11 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The Docker Engine API over its unix socket, with the standard library only.
 
-Targets have no Docker SDK. Every request has a timeout and a size bound, and
-every failure is a DockerProblem with one line for a person: no socket, no
-permission, no answer in time, an HTTP error, a reply that is not JSON.
+Targets have no Docker SDK. One deadline covers each request (connect, headers and
+body together: deadline_http), replies are bounded in size and parsed with
+bounded_json, and every failure is a DockerProblem with one line for a person: no
+socket, no permission, no answer in time, HTTP that is not HTTP, an HTTP error, a
+reply that is not JSON or too large or too deep.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,7 +15,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import errno
-import json
 import socket
 
 from ansible.module_utils.six.moves.urllib.parse import quote, urlencode
@@ -25,18 +26,49 @@ MAX_REPLY_BYTES = 16 * 1024 * 1024
 
 
 class DockerProblem(HostInputError):
-    pass
+    """``status``: the HTTP status when the daemon answered one (404: the object is gone)."""
+
+    def __init__(self, message, finding_status=None, status=None):
+        super(DockerProblem, self).__init__(message, finding_status)
+        self.status = status
 
 
-def _connected_unix_socket(path, timeout):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(timeout)
-    try:
-        sock.connect(path)
-    except Exception:
-        sock.close()
-        raise
-    return sock
+_KINDS = {'object': dict, 'list': list, 'string': str, 'boolean': bool}
+
+
+def describe(value):
+    """A value's JSON kind in words, for messages that name a field of the wrong type."""
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'a boolean'
+    if isinstance(value, (int, float)):
+        return 'a number (%s)' % (repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + '...')
+    if isinstance(value, str):
+        return 'a string'
+    return 'a list' if isinstance(value, list) else 'an object' if isinstance(value, dict) else 'a %s' % type(value).__name__
+
+
+def typed(data, key, kind, where, required=False, label=None):
+    """``data[key]`` when it is of ``kind`` (object, list, string, boolean, integer); None when it
+    is absent or null and not ``required``. Anything else is a DockerProblem naming the reply and
+    the field ("Docker API GET /containers/x/json: field State.Pid is a string, not an integer"):
+    every field read from the Engine API is checked where it is read."""
+    value = data.get(key) if isinstance(data, dict) else None
+    name = label or key
+    if value is None:
+        if required:
+            present = isinstance(data, dict) and key in data
+            raise DockerProblem('Docker API %s: field %s is %s' % (where, name, 'null' if present else 'missing'))
+        return None
+    if kind == 'integer':
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, _KINDS[kind])
+    if not ok:
+        article = 'an' if kind[0] in 'aeiou' else 'a'
+        raise DockerProblem('Docker API %s: field %s is %s, not %s %s' % (where, name, describe(value), article, kind))
+    return value
 
 
 def socket_path(host):
@@ -49,55 +81,79 @@ def socket_path(host):
     raise DockerProblem('%r is not a unix socket; only the local daemon is audited' % host)
 
 
+def _one_line(text, limit=200):
+    return ' '.join(str(text).split())[:limit]
+
+
 class DockerApi(object):
     def __init__(self, path, timeout=10):
         self.path = path
         self.timeout = timeout
 
     def get(self, path, params=None):
-        """The decoded JSON answer to GET ``path``."""
+        """The decoded JSON answer to GET ``path``, within ``timeout`` seconds for the whole request."""
         # Imported on first use: http.client is a noticeable share of the audit's start-up on a Pi,
         # and only hosts with a Docker socket talk to it.
         from ansible.module_utils.six.moves import http_client
+        from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, deadline_http
         url = path + ('?' + urlencode(params) if params else '')
         what = 'Docker API GET %s' % path
-        connection = http_client.HTTPConnection('localhost', timeout=self.timeout)
+        deadline = deadline_http.deadline_after(self.timeout)
         try:
-            # A connection whose socket is already open sends over it (http.client connects only
-            # when it has none): the daemon's unix socket instead of TCP.
-            connection.sock = _connected_unix_socket(self.path, self.timeout)
-            connection.request('GET', url, headers={'Accept': 'application/json'})
-            response = connection.getresponse()
-            body = response.read(MAX_REPLY_BYTES + 1)
+            sock = deadline_http.connect(socket.AF_UNIX, self.path, deadline)
+            status, _reason, body = deadline_http.exchange(sock, 'localhost', 'GET', url, None,
+                                                           {'Accept': 'application/json'}, MAX_REPLY_BYTES)
         except socket.timeout:
             raise DockerProblem('%s did not answer within %s s (setting api_timeout)' % (what, self.timeout),
                                 finding_status='unknown')
         except (IOError, OSError) as exc:
             raise self._socket_problem(exc)
         except http_client.HTTPException as exc:
-            raise DockerProblem('%s: the daemon did not answer HTTP: %s' % (what, exc))
-        finally:
-            connection.close()
+            raise DockerProblem('%s: the daemon did not answer HTTP: %s: %s'
+                                % (what, type(exc).__name__, _one_line(exc) or 'no reply'))
+        except ValueError as exc:  # a socket path with a NUL byte, a path too long for a unix socket
+            raise DockerProblem('the Docker socket %s cannot be used: %s' % (self.path, _one_line(exc)))
         if len(body) > MAX_REPLY_BYTES:
             raise DockerProblem('%s answered more than %d MiB' % (what, MAX_REPLY_BYTES // (1024 * 1024)))
-        text = body.decode('utf-8', 'replace')
-        try:
-            data = json.loads(text) if text.strip() else None
-        except ValueError:
-            raise DockerProblem('%s did not answer JSON (HTTP %d): %r' % (what, response.status, text[:120]))
-        if response.status >= 400:
-            message = data.get('message') if isinstance(data, dict) else text[:200]
-            raise DockerProblem('%s failed with HTTP %d: %s' % (what, response.status, message))
+        data = None
+        if body.strip():
+            try:
+                data = bounded_json.loads(body, what, max_bytes=MAX_REPLY_BYTES)
+            except bounded_json.JsonInputError as exc:
+                if exc.kind == 'syntax':
+                    raise DockerProblem('%s did not answer JSON (HTTP %d): %r'
+                                        % (what, status, body[:120].decode('utf-8', 'replace')))
+                raise DockerProblem('%s answered JSON that cannot be used: %s' % (what, exc.detail))
+        if status >= 400:
+            message = data.get('message') if isinstance(data, dict) else None
+            message = message if isinstance(message, str) else body[:200].decode('utf-8', 'replace')
+            raise DockerProblem('%s failed with HTTP %d: %s' % (what, status, _one_line(message)), status=status)
+        return data
+
+    def get_object(self, path, params=None):
+        """get(), for replies that must be a JSON object."""
+        return self._expect(self.get(path, params), dict, 'an object', path)
+
+    def get_list(self, path, params=None):
+        """get(), for replies that must be a JSON list (an empty answer counts as an empty list)."""
+        data = self.get(path, params)
+        return [] if data is None else self._expect(data, list, 'a list', path)
+
+    @staticmethod
+    def _expect(data, kind, words, path):
+        if not isinstance(data, kind):
+            raise DockerProblem('Docker API GET %s answered %s, not %s' % (path, describe(data), words))
         return data
 
     def _socket_problem(self, exc):
         code = getattr(exc, 'errno', None)
+        detail = _one_line(getattr(exc, 'strerror', None) or exc)
         if code in (errno.ENOENT, errno.ECONNREFUSED):
-            return DockerProblem('no Docker daemon answers at %s (%s)' % (self.path, exc.strerror or exc))
+            return DockerProblem('no Docker daemon answers at %s (%s)' % (self.path, detail))
         if code in (errno.EACCES, errno.EPERM):
             return DockerProblem('permission denied on %s: run the audit as root (become: true)' % self.path,
                                  finding_status='unknown')
-        return DockerProblem('the Docker socket %s failed: %s' % (self.path, exc.strerror or exc))
+        return DockerProblem('the Docker socket %s failed: %s' % (self.path, detail))
 
     def object_path(self, kind, ident):
         return '/%s/%s' % (kind, quote(str(ident), safe=''))
