@@ -134,100 +134,12 @@ backup_file:
   type: str
 '''
 
-import hashlib
-import os
-import tarfile
-import uuid
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
-from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
-from ansible_collections.homelab.postmortem.plugins.module_utils.podman import export as podman_export
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import safe_export
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
-
-
-def _parse_owner(text):
-    parts = str(text).replace('/', ':').split(':')
-    if len(parts) != 2 or not all(p.strip().isdigit() for p in parts):
-        raise ValueError('%r is not uid:gid' % (text,))
-    return int(parts[0]), int(parts[1])
-
-
-class Exporter(object):
-    def __init__(self, module):
-        self.module = module
-        module.get_bin_path('podman', required=True)
-        self.steps = []
-        ctx = AuditContext(runner=CommandRunner(timeout=module.params['timeout']), which=module.get_bin_path)
-        self.cli = podman.PodmanCli(ctx, steps=self.steps)
-        self.temp_container = None
-        self.temp_image = None
-        self.temp_file = None
-
-    def run(self, args, what):
-        return self.cli.execute(args, what)[1].strip()
-
-    def cleanup(self):
-        problems = []
-        if self.temp_container:
-            try:
-                self.run(['rm', '--force', self.temp_container], 'removing the temporary container')
-            except HostInputError as exc:
-                problems.append(str(exc))
-        if self.temp_image:
-            try:
-                self.run(['rmi', '--force', self.temp_image], 'removing the temporary image')
-            except HostInputError as exc:
-                problems.append(str(exc))
-        if self.temp_file and os.path.exists(self.temp_file):
-            os.unlink(self.temp_file)
-        return problems
-
-
-def _verify(path, expect):
-    wanted = set(podman_export.ROOT_OWNED) | set(expect)
-    with open(path, 'rb') as handle:
-        found = _owners_including_dirs(handle, wanted)
-    owners = dict((p, '%d/%d' % (o['uid'], o['gid'])) for p, o in sorted(found.items()))
-    problems = []
-    for name in podman_export.ROOT_OWNED:
-        if name in found and (found[name]['uid'], found[name]['gid']) != (0, 0):
-            problems.append('%s is %s, not 0/0' % (name, owners[name]))
-    for name, (uid, gid) in sorted(expect.items()):
-        if name not in found:
-            problems.append('%s is not in the archive' % name)
-        elif (found[name]['uid'], found[name]['gid']) != (uid, gid):
-            problems.append('%s is %s, not %d/%d' % (name, owners[name], uid, gid))
-    if not found:
-        problems.append('none of %s is in the archive, so its owners cannot be checked; name a path and its '
-                        'owner in expect_owners' % ', '.join(podman_export.ROOT_OWNED))
-    return owners, problems
-
-
-def _owners_including_dirs(handle, wanted):
-    """Like podman_export.owners_in_tar, but directories count too (expect_owners may name one)."""
-    found = {}
-    with tarfile.open(fileobj=handle, mode='r|') as archive:
-        for member in archive:
-            name = podman_export.normalize(member.name).rstrip('/')
-            if name in podman_export.ROOT_OWNED and not member.isfile():
-                continue
-            if name in wanted:
-                found[name] = {'uid': member.uid, 'gid': member.gid}
-            if wanted.issubset(found):
-                break
-    return found
-
-
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, 'rb') as handle:
-        for block in iter(lambda: handle.read(1024 * 1024), b''):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def main():
@@ -246,64 +158,25 @@ def main():
     )
     params = module.params
     dest = params['dest']
+    ctx = AuditContext(runner=CommandRunner(timeout=params['timeout']), which=module.get_bin_path)
     try:
-        expect = dict((str(k).strip('/'), _parse_owner(v)) for k, v in params['expect_owners'].items())
-    except ValueError as exc:
-        module.fail_json(msg='expect_owners: %s' % exc, dest=dest, steps=[])
-    directory = os.path.dirname(dest) or '.'
-    if not os.path.isdir(directory):
-        module.fail_json(msg='the directory of dest, %s, does not exist' % directory, dest=dest, steps=[])
-    if os.path.exists(dest) and not params['force']:
-        module.exit_json(changed=False, dest=dest, steps=[],
-                         msg='%s exists; set force: true to export again' % dest)
-
-    exporter = Exporter(module)
-    token = uuid.uuid4().hex[:12]
-    image_name = 'localhost/postmortem-safe-export-%s:tmp' % token
-    planned = ['podman container inspect %s' % params['container'],
-               'podman commit %s %s' % (params['container'], image_name),
-               'podman create %s' % image_name,
-               'podman export -o <temporary file beside %s> <temporary container>' % dest,
-               'verify owners, then rename onto %s' % dest,
-               'podman rm <temporary container>; podman rmi %s' % image_name]
+        job = safe_export.SafeExport(ctx, params['container'], dest, safe_export.expected_owners(params['expect_owners']),
+                                     pause=params['pause'], mode=params['mode'], backup=params['backup'])
+        unchanged = job.unchanged_reason(params['force'])
+    except HostInputError as exc:
+        module.fail_json(msg=str(exc), dest=dest, steps=[])
+    if unchanged:
+        module.exit_json(changed=False, dest=dest, steps=[], msg=unchanged)
     if module.check_mode:
-        module.exit_json(changed=True, dest=dest, steps=planned, msg='would export %s through a commit' % params['container'])
-
-    result = dict(dest=dest, changed=False)
+        module.exit_json(changed=True, dest=dest, steps=job.planned_steps(),
+                         msg='would export %s through a commit' % params['container'])
     try:
-        inspected = module.from_json(exporter.run(['container', 'inspect', params['container']], 'podman container inspect'))
-        mappings = ((inspected or [{}])[0].get('HostConfig') or {}).get('IDMappings') or {}
-        result['mapping'] = list(mappings.get('UidMap') or [])
-        commit = ['commit', '--quiet', '--pause=%s' % ('true' if params['pause'] else 'false'),
-                  params['container'], image_name]
-        exporter.temp_image = exporter.run(commit, 'podman commit') or image_name
-        # The temporary container never runs: network none keeps rootless podman from
-        # needing a network it may not have, and the command only has to be present.
-        exporter.temp_container = exporter.run(['create', '--network', 'none', exporter.temp_image, 'true'],
-                                               'podman create')
-        exporter.temp_file = os.path.join(directory, '.%s.postmortem-%s.tmp' % (os.path.basename(dest), token))
-        exporter.run(['export', '--output', exporter.temp_file, exporter.temp_container], 'podman export')
-        owners, problems = _verify(exporter.temp_file, expect)
-        result['owners'] = owners
-        if problems:
-            raise RuntimeError('the archive failed verification, %s was not written: %s' % (dest, '; '.join(problems)))
-        mode = params['mode']
-        os.chmod(exporter.temp_file, int(mode, 8) if isinstance(mode, str) else int(mode))
-        if os.path.exists(dest) and params['backup']:
-            result['backup_file'] = filewrite.backup_file(dest)
-        os.rename(exporter.temp_file, dest)
-        exporter.temp_file = None
-        result.update(changed=True, size=os.path.getsize(dest), sha256=_sha256(dest))
-    except (HostInputError, RuntimeError, ValueError, IOError, OSError) as exc:
-        leftovers = exporter.cleanup()
-        msg = str(exc)
-        if leftovers:
-            msg += ' (and cleaning up failed: %s)' % '; '.join(leftovers)
-        module.fail_json(msg=msg, steps=exporter.steps, **result)
-    leftovers = exporter.cleanup()
-    if leftovers:
-        module.warn('the archive is written, but temporaries remain: %s' % '; '.join(leftovers))
-    module.exit_json(steps=exporter.steps, **result)
+        job.run()
+    except HostInputError as exc:
+        module.fail_json(msg=str(exc), steps=job.steps, **job.result)
+    for warning in job.warnings:
+        module.warn(warning)
+    module.exit_json(steps=job.steps, **job.result)
 
 
 if __name__ == '__main__':

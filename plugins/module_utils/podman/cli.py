@@ -31,6 +31,10 @@ class PodmanProblem(HostInputError):
 class _CommandFailed(Exception):
     """podman exited non-zero (for a container that vanished meanwhile, say); callers decide."""
 
+    def __init__(self, rc, reason):
+        Exception.__init__(self, reason)
+        self.rc = rc
+
 
 def first_line(text):
     """podman's reason for a failure: the first line that is not one of its logrus warnings."""
@@ -81,11 +85,12 @@ class PodmanCli(object):
         split = cmd.index('--') + 1
         return cmd[:split] + ['sh', '-c', '"$@" | cat', 'sh'] + cmd[split:]
 
-    def execute(self, args, what, check=True):
+    def execute(self, args, what, check=True, record=True):
         """(rc, stdout, stderr) of podman ``args``; with ``check`` a failure is a PodmanProblem
-        that says ``what`` failed, as whom, and podman's own reason."""
+        that says ``what`` failed, as whom, and podman's own reason. ``record``: False for a
+        question asked again and again (a wait), which would flood the steps."""
         cmd = self.command(args)
-        if self.steps is not None:
+        if record and self.steps is not None:
             self.steps.append(' '.join(cmd))
         rc, out, err = self.ctx.run_command(cmd)
         if check and rc != 0:
@@ -148,10 +153,28 @@ class PodmanCli(object):
                         continue
         return [Container(d) for d in found]
 
-    def _inspect(self, ids):
-        rc, out, err = self.execute(['container', 'inspect'] + ids, 'podman container inspect', check=False)
+    def container(self, name, record=True):
+        """The container ``name`` or None when podman has none by that name. Any other failure (a
+        locked database, a permission) is a PodmanProblem with podman's reason: it says nothing
+        about whether the container exists."""
+        try:
+            found = self._inspect([name], record)
+        except _CommandFailed as exc:
+            # podman's words for a missing one: "no such container NAME" (4.3.1: "Error: inspecting
+            # object: no such container NAME", cmd/podman/inspect/inspect.go:197 and
+            # pkg/domain/infra/abi/containers.go:546; 5.4.2: the same text without the prefix,
+            # inspect.go:189, containers.go:541).
+            if 'no such container %s' % name in str(exc):
+                return None
+            raise PodmanProblem('podman container inspect %s as %s failed (rc %s): %s'
+                                % (name, self.label, exc.rc, exc))
+        return Container(found[0]) if found else None
+
+    def _inspect(self, ids, record=True):
+        rc, out, err = self.execute(['container', 'inspect'] + ids, 'podman container inspect', check=False,
+                                    record=record)
         if rc != 0:
-            raise _CommandFailed(first_line(err) or first_line(out))
+            raise _CommandFailed(rc, first_line(err) or first_line(out) or 'no output')
         try:
             data = json.loads(out or 'null')
         except ValueError:

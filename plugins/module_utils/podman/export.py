@@ -4,8 +4,8 @@
 """Read the owners of known files out of a tar stream, bounded in bytes and time.
 
 Used twice: the ``export_owners`` probe streams ``podman export`` straight into
-the reader (nothing is written to disk), and podman_safe_export checks the
-archive it wrote before it reports success.
+the reader (nothing is written to disk), and podman_safe_export (safe_export.py)
+checks the archive it wrote before it reports success.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -44,25 +44,29 @@ class _BoundedReader(object):
 
 
 def normalize(name):
+    """A member's path as the wanted paths are written: no leading ./ or /, no trailing /."""
     while name.startswith('./'):
         name = name[2:]
-    return name.lstrip('/')
+    return name.lstrip('/').rstrip('/')
 
 
-def owners_in_tar(fileobj, wanted=ROOT_OWNED, limit=None, stop_after=STOP_AFTER):
-    """{path: {'uid', 'gid', 'mode'}} for the wanted regular files found in the stream.
+def owners_in_tar(fileobj, wanted=ROOT_OWNED, limit=None, stop_after=STOP_AFTER, files_only=None):
+    """{path: {'uid', 'gid', 'mode'}} for the wanted paths found in the stream.
 
-    Stops as soon as every wanted file is seen, or once the stream is past
-    ``stop_after`` (podman writes members in lexical order).
+    A path in ``files_only`` (default: every wanted path) counts only as a regular file; any
+    other wanted path counts whatever it is (a directory a person names, say). Stops as soon
+    as every wanted path is seen, or once the stream is past ``stop_after`` (podman writes
+    members in lexical order; None reads on to the end).
     """
     source = _BoundedReader(fileobj, limit) if limit else fileobj
     found = {}
     wanted = set(wanted)
+    files_only = wanted if files_only is None else set(files_only)
     try:
         with tarfile.open(fileobj=source, mode='r|') as archive:
             for member in archive:
                 name = normalize(member.name)
-                if name in wanted and member.isfile():
+                if name in wanted and (member.isfile() or name not in files_only):
                     found[name] = {'uid': member.uid, 'gid': member.gid, 'mode': '%04o' % member.mode}
                 if wanted.issubset(found) or (stop_after and name > stop_after and found):
                     break

@@ -1,15 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The podman_quadlet module's plan: what the unit will be, and what must be true before it is used."""
+"""The podman_quadlet conversion: the plan (what must be true, what the unit will be, validated
+by the generator's dry run and compared with the CreateCommand), then the swap of the container for
+the service, its check, and the way back when the service does not come up.
+
+Everything the host is asked goes through the context (``ctx.run_command``, ``ctx.which``) and
+the files through ``write`` (the module's filewrite.write_all), so tests run it on fakes.
+"""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
+import time
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options as podman_options
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_check
 
 # Paths podman itself writes into a container's layer (mount points of the files it manages).
 PODMAN_MANAGED = ('/etc', '/etc/hosts', '/etc/hostname', '/etc/resolv.conf', '/etc/passwd', '/etc/group',
@@ -47,6 +60,11 @@ def layer_changes(diff, container):
     return significant
 
 
+def env_values(container):
+    """The container's environment as recorded by inspect (Config.Env), name -> value."""
+    return dict(item.split('=', 1) for item in (container.raw.get('Config') or {}).get('Env') or [] if '=' in item)
+
+
 def build(container, version, image_config=None, image=None, restart_sec=1, unconfined=False, specs=None,
           version_text=None):
     """(unit text, notes, source) for ``container``; ConversionProblem when it cannot be converted faithfully.
@@ -57,10 +75,8 @@ def build(container, version, image_config=None, image=None, restart_sec=1, unco
     if container.create_command:
         if specs is None:
             raise quadlet.ConversionProblem("podman's options are not known (podman --help could not be read)")
-        env_values = dict(item.split('=', 1) for item in (container.raw.get('Config') or {}).get('Env') or []
-                          if '=' in item)
         unit, recorded_image, rootfs, command = quadlet.from_create_command(
-            container, version, specs, env_values, version_text)
+            container, version, specs, env_values(container), version_text)
         source = 'CreateCommand'
     else:
         unit, recorded_image, rootfs, command = quadlet.from_inspect(container, image_config, version)
@@ -87,3 +103,274 @@ def _keep_anonymous_volumes(unit, container):
             unit.add('Volume', '%s:%s' % (name, dest), 'multi', ['--volume', '%s:%s' % (name, dest)])
             unit.notes.append('anonymous volume %s at %s is mounted by name, so its data stays with the container'
                               % (name[:12], dest))
+
+
+class ConversionFailed(HostInputError):
+    pass
+
+
+# Steps of one conversion, in order; check mode lists them, the swap runs them.
+def planned_steps(name, unit_path, service, aside, image, running):
+    steps = ['podman commit %s %s' % (name, image)] if image else []
+    steps += ['write %s' % unit_path, 'systemctl daemon-reload']
+    if running:
+        steps.append('podman stop %s' % name)
+    steps += ['podman rename %s %s' % (name, aside), 'systemctl start %s' % service,
+              'check %s is active and container %s runs' % (service, name), 'podman rm %s (volumes kept)' % aside]
+    return steps
+
+
+class Conversion(object):
+    """One rootful container made into a Quadlet unit.
+
+    ``params``: the podman_quadlet module's options. ``write(writes, backup)``: writes
+    [(path, before or None, after)] all or nothing and returns the backups (filewrite.write_all).
+    ``steps`` and ``result`` say what was done and found, also after a failure; ``warnings`` are
+    for the task's output.
+    """
+
+    def __init__(self, ctx, params, write, sleep=time.sleep, clock=time.monotonic):
+        self.ctx = ctx
+        self.params = params
+        self.write = write
+        self.sleep = sleep
+        self.clock = clock
+        self.steps = []
+        self.warnings = []
+        self.name = params['name']
+        self.unit_name = params['unit_name'] or self.name
+        self.service = '%s.service' % self.unit_name
+        self.unit_path = os.path.join(params['unit_dir'], '%s.container' % self.unit_name)
+        self.result = {'unit_path': self.unit_path, 'service': self.service}
+        self.cli = podman.PodmanCli(ctx, steps=self.steps)
+        self.before = None
+        self.container = None
+        self.version = None
+        self.version_text = None
+
+    # The host, through the context.
+
+    def _podman(self, args, what, check=True):
+        return self.cli.execute(args, what, check)[1]
+
+    def _podman_json(self, args, what):
+        return self.cli.json(args, what)
+
+    def _tool(self, name):
+        path = self.ctx.which(name)
+        if path is None:
+            raise ConversionFailed('%s is not installed; the conversion needs systemd' % name)
+        return path
+
+    def _systemctl(self, args, what, check=True):
+        cmd = [self._tool('systemctl')] + args
+        self.steps.append(' '.join(cmd))
+        rc, out, err = self.ctx.run_command(cmd)
+        if check and rc != 0:
+            raise ConversionFailed('%s failed (rc %d): %s' % (what, rc, podman.first_line(err) or podman.first_line(out)
+                                                              or 'no output'))
+
+    def _service_state(self):
+        return hostio.systemd_show(self.ctx.run_command, self._tool('systemctl'), self.service,
+                                   ['LoadState', 'ActiveState', 'FragmentPath', 'SourcePath'])
+
+    def _read_unit(self):
+        try:
+            return hostio.read_text(self.unit_path)
+        except hostio.ReadProblem as problem:
+            if problem.kind == 'missing':
+                return None
+            raise ConversionFailed(str(problem))
+
+    # The plan.
+
+    def run(self, check_mode):
+        """Convert (or, in check mode, say how); True when something changed (or would)."""
+        if not self._preconditions():
+            return False
+        text, image = self._build_unit()
+        running = self.container.status == 'running'
+        aside = '%s-pre-quadlet-%s' % (self.name, self.container.id[:12])
+        plan = planned_steps(self.name, self.unit_path, self.service, aside, image, running)
+        if running and not self.params['replace_running']:
+            self.result['skipped_reason'] = ('%s is running; converting it restarts it. Set replace_running: true '
+                                             '(podman_quadlet_replace_running) to convert it.' % self.name)
+            self.steps.extend('would: %s' % step for step in plan)
+            self.warnings.append(self.result['skipped_reason'])
+            return False
+        if check_mode:
+            self.steps.extend('would: %s' % step for step in plan)
+            return True
+        self._swap(text, image, aside, running)
+        return True
+
+    def _preconditions(self):
+        """Checks before anything is planned; False when there is nothing to do."""
+        if self.cli.binary is None:
+            raise ConversionFailed('podman is not installed')
+        if not self.ctx.is_root:
+            raise ConversionFailed('converting rootful containers needs root (become: true)')
+        info = self.cli.info()
+        self.version = hostio.version_tuple(info['version'] or '')
+        self.version_text = info['version'] or '?'
+        if self.version is None or self.version < quadlet.QUADLET_MIN:
+            raise ConversionFailed('podman %s has no Quadlet (it needs podman 4.4 or later); convert by hand or upgrade '
+                                   'podman' % info['version'])
+        name, service = self.name, self.service
+        self.before = self._read_unit()
+        self.container = container = self.cli.container(name, record=False)
+        if container is None:
+            if self.before is not None:
+                self.result['msg'] = 'no container %s, but %s exists: already converted' % (name, self.unit_path)
+                return False
+            raise ConversionFailed('no container named %s' % name)
+        if container.quadlet_unit == service and self.before is not None:
+            self.result['msg'] = '%s is already run by %s (%s)' % (name, service, self.unit_path)
+            return False
+        if container.quadlet_unit:
+            raise ConversionFailed('%s is already run by systemd unit %s; it is not converted again'
+                                   % (name, container.quadlet_unit))
+        if container.status in ('paused', 'removing'):
+            raise ConversionFailed('%s is %s; convert it when it is running or stopped' % (name, container.status))
+        state = self._service_state()
+        if state.get('LoadState') == 'loaded' and self.before is None:
+            raise ConversionFailed('%s already exists (%s) and Quadlet did not generate it; choose another unit_name'
+                                   % (service, state.get('FragmentPath') or 'unknown path'))
+        return True
+
+    def _build_unit(self):
+        """The unit text (validated by the generator's dry run) and the image to commit to, if any."""
+        params, container, name = self.params, self.container, self.name
+        changes = layer_changes(self._podman_json(['diff', '--format', 'json', container.id], 'diff'), container)
+        self.result['layer_changes'] = changes
+        image = None
+        if changes:
+            if not params['commit']:
+                raise ConversionFailed('%s has %d change(s) in its writable layer (%s) that removing it would lose; set '
+                                       'commit: true to commit them to an image first'
+                                       % (name, len(changes), ', '.join(changes[:5])))
+            image = image_name_for_commit(container)
+        image_config = None
+        if not container.create_command:
+            image_config = self._image_config(container.raw.get('Image') or container.image)
+        specs = self._option_specs() if container.create_command else None
+        try:
+            text, notes, source = build(container, self.version, image_config, image, restart_sec=params['restart_sec'],
+                                        unconfined=params['apparmor_unconfined'], specs=specs,
+                                        version_text=self.version_text)
+        except quadlet.ConversionProblem as exc:
+            raise ConversionFailed('%s cannot be converted: %s' % (name, exc))
+        self.result.update(unit=text, notes=notes, source=source)
+        self.result['diff'] = {'before': self.before or '', 'after': text,
+                               'before_header': self.unit_path, 'after_header': self.unit_path}
+        self._validate(text, specs, image)
+        return text, image
+
+    def _image_config(self, image):
+        data = self._podman_json(['image', 'inspect', image], 'image inspect')
+        first = data[0] if isinstance(data, list) and data else {}
+        if not isinstance(first, dict):
+            raise ConversionFailed('podman image inspect %s printed a list of %s, not of objects' % (image, type(first).__name__))
+        return first.get('Config') or {}
+
+    def _option_specs(self):
+        """The host podman's global and run options, from its own --help."""
+        def read_help(args):
+            return self._podman(args + ['--help'], 'podman %s--help' % ''.join(a + ' ' for a in args))
+        try:
+            return podman_options.specs_for(self.version_text, read_help)
+        except podman_options.OptionError as exc:
+            raise ConversionFailed("podman's options could not be read from podman --help: %s" % exc)
+
+    def _validate(self, text, specs, image):
+        """The generator's dry run, and the command it makes compared with the CreateCommand."""
+        container, name = self.container, self.name
+        generator = self.params['quadlet_generator'] or quadlet.find_generator(self.ctx.which)
+        if generator is None:
+            raise ConversionFailed('no Quadlet generator found (/usr/libexec/podman/quadlet); set quadlet_generator')
+        self.steps.append('%s -dryrun (unit in a temporary directory)' % generator)
+        ok, generated, messages = quadlet.dry_run(generator, '%s.container' % self.unit_name, text,
+                                                  runner=self.ctx.runner)
+        exec_start = [line for line in generated.splitlines() if line.startswith('ExecStart=')]
+        self.result['generated_exec_start'] = exec_start[0] if exec_start else ''
+        if not ok:
+            raise ConversionFailed('the Quadlet generator rejected the unit for %s: %s'
+                                   % (name, messages or 'no service generated'))
+        if specs is not None:
+            differences = quadlet_check.compare(container.create_command, quadlet_check.exec_argv(exec_start[0]), specs,
+                                                env_values=env_values(container), container=container, image=image,
+                                                version_text=self.version_text)
+            self.result['conformance'] = differences
+            if differences:
+                raise ConversionFailed('the unit for %s would not run the same container: %s; nothing was changed'
+                                       % (name, '; '.join(differences)))
+
+    # Apply, verify, roll back.
+
+    def _swap(self, text, image, aside, running):
+        """Commit, write the unit, and replace the container by the service; roll back on failure."""
+        name = self.name
+        if image:
+            self._podman(['commit', '--quiet', name, image], 'podman commit')
+            self.result['committed_image'] = image
+        backups = self.write([(self.unit_path, self.before, text)], self.params['backup'])
+        if backups:
+            self.result['backup_file'] = backups[0]
+        self.steps.append('wrote %s' % self.unit_path)
+        switched = False
+        try:
+            self._systemctl(['daemon-reload'], 'systemctl daemon-reload')
+            if running:
+                self._podman(['stop', name], 'podman stop')
+            self._podman(['rename', name, aside], 'podman rename')
+            switched = True
+            self._systemctl(['start', self.service], 'systemctl start %s' % self.service)
+            self._wait_running()
+        except HostInputError as exc:
+            self._roll_back(switched, aside, running)
+            raise ConversionFailed('%s; everything was put back as it was%s' % (exc, self._journal()))
+        self._podman(['rm', aside], 'podman rm of the old container')
+
+    def _wait_running(self):
+        """Until the service is active and its container runs, or start_timeout passes. A failed
+        question (a busy podman, systemd) is asked again; its reason is kept for the message."""
+        timeout = self.params['start_timeout']
+        deadline = self.clock() + timeout
+        last = ''
+        while self.clock() < deadline:
+            try:
+                active = self._service_state().get('ActiveState')
+            except hostio.ReadProblem as problem:
+                active = 'unknown (%s)' % problem.reason
+            try:
+                container = self.cli.container(self.name, record=False)
+                status = container.status if container else 'absent'
+            except podman.PodmanProblem as exc:
+                container, status = None, 'unknown (%s)' % exc
+            last = 'service %s, container %s' % (active, status)
+            if active == 'active' and container is not None and container.status == 'running':
+                self.steps.append('%s is active and %s runs' % (self.service, self.name))
+                return
+            if active == 'failed':
+                break
+            self.sleep(1)
+        raise ConversionFailed('%s did not come up within %d s (%s)' % (self.service, timeout, last))
+
+    def _roll_back(self, switched, aside, was_running):
+        self._systemctl(['stop', self.service], 'systemctl stop', check=False)
+        if self.before is None:
+            if os.path.exists(self.unit_path):
+                os.unlink(self.unit_path)
+        else:
+            self.write([(self.unit_path, None, self.before)], False)
+        self._systemctl(['daemon-reload'], 'systemctl daemon-reload', check=False)
+        if switched:
+            self._podman(['rm', '--force', '--ignore', self.name], 'podman rm of the failed new container', check=False)
+            self._podman(['rename', aside, self.name], 'podman rename back', check=False)
+            if was_running:
+                self._podman(['start', self.name], 'podman start', check=False)
+
+    def _journal(self):
+        lines, _why = hostio.read_journal(self.ctx.run_command, self.ctx.which('journalctl'), self.service, 8)
+        lines = [line for line in lines or [] if line.strip()]
+        return ('. Last journal lines of %s: %s' % (self.service, ' | '.join(lines[-8:]))) if lines else ''
