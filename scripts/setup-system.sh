@@ -2,10 +2,11 @@
 # Debian packages the tests need: podman (rootful, runc), mmdebstrap to build
 # base images without a registry, chromium + chromedriver for the report test,
 # docker.io (dockerd 20.10 for the swarm tests; the tests start their own daemons)
-# with iputils-ping for the overlay_ping probe; fusefat and dosfstools for a real FAT boot partition.
+# with iputils-ping for the overlay_ping probe; fusefat and dosfstools for a real FAT boot partition;
+# prometheus (promtool) and prometheus-node-exporter for the metrics file and the alert rules.
 source "$(dirname "$0")/lib.sh"
 packages=(openssh-client podman runc mmdebstrap uidmap slirp4netns fuse-overlayfs busybox-static chromium chromium-driver shellcheck
-          docker.io iputils-ping fusefat dosfstools)
+          docker.io iputils-ping fusefat dosfstools prometheus prometheus-node-exporter)
 missing=()
 for pkg in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed' || missing+=("${pkg}")

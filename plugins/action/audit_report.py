@@ -6,6 +6,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+import json
+import os
+import time
+
+import yaml
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -13,7 +19,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_metrics, report_summary
 
 display = Display()
 
@@ -23,12 +29,18 @@ ARGUMENT_SPEC = dict(
     result_var=dict(type='str', default='postmortem_gather'),
     before_var=dict(type='str'),
     remediation_var=dict(type='str'),
-    formats=dict(type='list', elements='str', default=['json', 'junit', 'html'], choices=['json', 'junit', 'html']),
+    formats=dict(type='list', elements='str', default=['json', 'junit', 'html', 'prometheus'],
+                 choices=['json', 'junit', 'html', 'prometheus']),
     fail_on=dict(type='str', default='never', choices=['never'] + list(STATUSES)),
     fail_on_unaudited=dict(type='bool', default=True),
     print_summary=dict(type='bool', default=True),
     fail_on_no_hosts=dict(type='bool', default=True),
     host_pattern=dict(type='str'),
+    previous=dict(type='str', default=''),
+    accept=dict(type='str', default=''),
+    fail_on_new_only=dict(type='bool', default=False),
+    textfile_dir=dict(type='str', default=''),
+    started_at=dict(type='float'),
 )
 
 
@@ -45,6 +57,42 @@ def _host_var(hostvars, host, name, unreadable):
     except Exception as exc:  # pylint: disable=broad-except
         reason = ' '.join(str(exc).split())[:300] or type(exc).__name__
         return unreadable('its %s could not be read on the controller: %s' % (name, reason))
+
+
+def _accept(report, path):
+    """Mark accepted findings; a file that cannot be used (audit_validate checked it before the run,
+    but it may have changed since) accepts nothing and says why: the gate then counts every finding."""
+    try:
+        entries = accepted.load(path, report_drift.read_bounded, yaml.safe_load)
+    except accepted.AcceptProblem as exc:
+        return {'accepted': 0, 'expired': 0, 'unmatched': [], 'problem': str(exc)}
+    return dict(accepted.apply(report, entries, datetime.date.today()), file=path)
+
+
+def _compare(report, dest, previous):
+    """(the history to update, the baseline compared with): drift since the previous audit, recorded
+    in report['drift']. A baseline that cannot be used is a note, never a failed run."""
+    history, note = report_drift.read_history(dest)
+    notes = [note] if note else []
+    baseline = None
+    if previous:
+        baseline, found = report_drift.baseline_from_report(os.path.abspath(previous))
+        notes.append(found)
+    else:
+        baseline = report_drift.baseline_from_history(history, dest)
+        if baseline is not None:
+            notes.append('compared with the last audit (%s), recorded in %s' % (baseline.generated_at, baseline.source))
+        elif os.path.lexists(os.path.join(dest, fleet_report.REPORT_FILES['json'])):
+            # No history yet (a report directory of an earlier version): its report, if it is an audit's.
+            baseline, found = report_drift.baseline_from_report(os.path.join(dest, fleet_report.REPORT_FILES['json']),
+                                                                audits_only=True)
+            notes.append(found)
+        if baseline is None:
+            notes.append('no earlier audit to compare with: every open finding counts as opened')
+    drift = report_drift.compare(report, baseline, history)
+    drift['note'] = '; '.join(n for n in notes if n)
+    report['drift'] = drift
+    return history, baseline
 
 
 class ActionModule(ActionBase):
@@ -77,14 +125,37 @@ class ActionModule(ActionBase):
             'limit': task_vars.get('ansible_limit'),
             'check_mode': bool(self._task.check_mode),
         }
+        if args['started_at']:
+            scope['duration_seconds'] = round(max(0.0, time.time() - args['started_at']), 3)
         report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION,
                                     before=before if args['before_var'] else None,
                                     remediation=remediation if args['remediation_var'] else None, scope=scope)
+        dest = os.path.abspath(args['dest'])
+        if args['accept']:
+            report['accept'] = _accept(report, args['accept'])
+        history, baseline = None, None
+        if report['kind'] == 'audit' and hosts:
+            history, baseline = _compare(report, dest, args['previous'])
         # The summary is printed whatever happens to the files: it is the report of last resort.
-        paths, write_problems = fleet_report.write(report, args['dest'], args['formats'])
-        hits = fleet_report.threshold_reached(report, args['fail_on'], args['fail_on_unaudited'])
+        paths, write_problems = fleet_report.write(report, dest, args['formats'])
+        if history is not None and os.path.isdir(dest):
+            try:
+                fleet_report.atomic_write(os.path.join(dest, report_drift.HISTORY_FILE),
+                                          [json.dumps(report_drift.next_history(report, history, baseline),
+                                                      separators=(',', ':')), '\n'])
+            except (IOError, OSError) as exc:
+                write_problems.append('the drift history was not written: %s' % (exc.strerror or exc))
+        if args['textfile_dir']:
+            path = os.path.join(os.path.abspath(args['textfile_dir']), report_metrics.FILE)
+            try:
+                fleet_report.atomic_write(path, [report_metrics.render(report, time.time(), scope.get('duration_seconds'))])
+                paths['textfile'] = path
+            except (IOError, OSError) as exc:
+                write_problems.append('%s was not written: %s' % (path, exc.strerror or exc))
+        hits = fleet_report.threshold_reached(report, args['fail_on'], args['fail_on_unaudited'], args['fail_on_new_only'])
         lines = report_summary.summary_lines(report, paths)
-        lines += report_summary.gate_lines(report, args['fail_on'], args['fail_on_unaudited'], args['fail_on_no_hosts'], hits)
+        lines += report_summary.gate_lines(report, args['fail_on'], args['fail_on_unaudited'], args['fail_on_no_hosts'], hits,
+                                           args['fail_on_new_only'])
         if write_problems:
             lines += ['Report files NOT written: ' + '; '.join(write_problems)]
         if args['print_summary']:
@@ -103,10 +174,15 @@ class ActionModule(ActionBase):
             failures.append('%s; set postmortem_fail_on_no_hosts: false to let such a run pass' % report['nothing_audited'])
         if write_problems:
             failures.append('the report could not be written: %s' % '; '.join(write_problems))
+        unfinished = [e['name'] for e in report['hosts']
+                      if (e.get('remediation') or {}).get('state') in ('failed', 'lost', 'not_run')]
+        if unfinished:
+            failures.append('Remediation did not finish: %s (failed, lost during its fixes, or not touched because an '
+                            'earlier batch failed or lost a host). The report above says why, per host' % ', '.join(unfinished))
         if hits:
             unaudited = [h for h in hits if h.endswith('(not audited)')]
-            failures.append('%d finding(s) at or above %s%s: %s' % (
-                len(hits) - len(unaudited), args['fail_on'],
+            failures.append('%d %sfinding(s) at or above %s%s: %s' % (
+                len(hits) - len(unaudited), 'new ' if args['fail_on_new_only'] else '', args['fail_on'],
                 (' and %d host(s) that could not be audited' % len(unaudited)) if unaudited else '',
                 '; '.join(hits[:10])))
         if failures:

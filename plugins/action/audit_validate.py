@@ -6,11 +6,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import time
+
+import yaml
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface as interface
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import root_problem
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift
 
 ARGUMENT_SPEC = dict(
     playbook=dict(type='str', default='audit', choices=['audit', 'remediate']),
@@ -105,9 +110,17 @@ class ActionModule(ActionBase):
                 if problem:
                     found.append(problem)
         found.extend(tag_problems(args['playbook'], task_vars.get('ansible_run_tags'), task_vars.get('ansible_skip_tags')))
+        accept = task_vars.get('postmortem_accept')
+        if accept and isinstance(accept, str):
+            try:
+                accepted.load(os.path.abspath(accept), report_drift.read_bounded, yaml.safe_load)
+            except accepted.AcceptProblem as exc:
+                found.append(str(exc))
 
         result['changed'] = False
         result['problems'] = found
+        # When the run began, for the report's duration (a run_once result's facts reach every host).
+        result['ansible_facts'] = {'_postmortem_started_at': time.time()}
         if found:
             result['failed'] = True
             result['msg'] = 'The %s was not started; fix its input first: %s' % (

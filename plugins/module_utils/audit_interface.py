@@ -26,7 +26,7 @@ DEFAULT_TASK_TIMEOUT = 1800
 FAIL_ON_CHOICES = ('never',) + STATUSES
 
 # name: (type, default, playbooks that read it, description). Types: str, list, dict, bool, seconds,
-# path, status, serial. Order: as the README lists them.
+# path, optional_path ('' for none), status, serial, remediate. Order: as the README lists them.
 VARIABLES = (
     ('postmortem_hosts', 'str', 'all', ('audit', 'remediate'), 'Host pattern to audit.'),
     ('postmortem_checks', 'list', ['all'], ('audit', 'remediate'),
@@ -48,7 +48,16 @@ VARIABLES = (
      "Seconds one detection's commands may take together."),
     ('postmortem_task_timeout', 'seconds', DEFAULT_TASK_TIMEOUT, ('audit', 'remediate'),
      'Seconds the whole audit task (and each task of a fix) may take on a host: the last guard.'),
+    ('postmortem_previous', 'optional_path', '', ('audit',),
+     'An earlier postmortem.json to compare with (default: the last audit recorded in the report directory).'),
+    ('postmortem_accept', 'optional_path', '', ('audit', 'remediate'),
+     'A YAML file of accepted findings (host, check, reason, expires): shown as accepted, never failing the gate.'),
+    ('postmortem_fail_on_new_only', 'bool', False, ('audit',),
+     'The gate fails only on findings opened or reopened since the previous audit (and hosts newly not audited).'),
+    ('postmortem_textfile_dir', 'optional_path', '', ('audit',),
+     "Also write postmortem.prom there, atomically: node_exporter's --collector.textfile.directory."),
     ('postmortem_remediate', 'remediate', ['all'], ('remediate',), "Detection ids whose fixes may run ('all': every one)."),
+    ('postmortem_remediate_accepted', 'bool', False, ('remediate',), 'Fix accepted findings too.'),
     ('postmortem_serial', 'serial', 1, ('remediate',), 'Hosts per remediation batch: a number or a percentage.'),
 )
 NAMES = tuple(v[0] for v in VARIABLES)
@@ -184,6 +193,9 @@ def check_value(name, value, probes_for=None):
         elif kind in ('str', 'path'):
             if not isinstance(value, str) or not value.strip():
                 return '%s must be a non-empty string, got %r' % (name, value)
+        elif kind == 'optional_path':
+            if value is not None and not isinstance(value, str):
+                return '%s must be a path, got %s %r' % (name, type(value).__name__, value)
     except registry.SelectionError as exc:
         text = str(exc)
         return text if text.startswith(name) else '%s: %s' % (name, text)

@@ -47,17 +47,20 @@ options:
   remediation_var:
     description:
       - Name of the variable in which the remediation recorded, per host, what it did (C(state) one of
-        C(fixed), C(nothing_to_run), C(failed), C(lost), C(not_run); C(task) and C(reason) when it
-        failed, lost the host or did not run). Each host's report entry then carries C(remediation),
-        and the summary names the hosts whose fixes failed, were lost or were not run, with the reason.
+        C(ran), C(nothing_to_run), C(failed), C(lost), C(not_run); C(roles), each with its C(result) C(ran),
+        C(failed) or C(not_run) and the switch left off; C(left), the open findings left alone and why;
+        C(task) and C(reason) when it failed, lost the host or did not run). Each host's report entry
+        then carries C(remediation), and the summary names the hosts whose fixes failed, were lost or
+        were not run, with the reason. Whether a finding was fixed is decided by the audit after
+        remediation, never by the record. The task fails when any host's remediation did not finish.
     type: str
     version_added: 0.2.0
   formats:
     description: Which report files to write.
     type: list
     elements: str
-    choices: [json, junit, html]
-    default: [json, junit, html]
+    choices: [json, junit, html, prometheus]
+    default: [json, junit, html, prometheus]
   fail_on:
     description:
       - Fail the task, after the reports are written, when any finding has this status or a more
@@ -75,6 +78,56 @@ options:
         summary says so. Set to C(false) to let such hosts pass.
     type: bool
     default: true
+  fail_on_no_hosts:
+    description:
+      - Fail when the run audited no host at all (I(hosts) is empty). The report then says so instead
+        of leaving an older one in place.
+    type: bool
+    default: true
+    version_added: 0.2.0
+  host_pattern:
+    description: The host pattern of the run, named in the report when it matched no host. Defaults to C(postmortem_hosts) or C(all).
+    type: str
+    version_added: 0.2.0
+  previous:
+    description:
+      - An earlier C(postmortem.json) to compare this audit with. By default the comparison is with the
+        last audit recorded in I(dest)'s C(postmortem-history.json); a remediation run's report or a run
+        that audited no host is never that baseline unless named here.
+      - Per host and check the report records C(drift) - C(opened) (entered C(affected)/C(at_risk)),
+        C(reopened) (it had been closed by an earlier audit), C(closed) (left them for a measured status),
+        C(unmeasured) (was open, now could not be told); hosts that appeared or vanished. A previous report
+        that cannot be used (corrupt, too large, another schema, not a regular file) is a note, never a failure.
+    type: str
+    default: ''
+    version_added: 0.2.0
+  accept:
+    description:
+      - A YAML file of accepted findings - a list of C(host) (a name or shell pattern), C(check), C(reason)
+        and optional C(expires) (a date from which the finding counts again). Accepted findings keep their
+        status and evidence, are shown as accepted and never fail the gate; entries that match nothing are
+        reported.
+    type: str
+    default: ''
+    version_added: 0.2.0
+  fail_on_new_only:
+    description:
+      - With I(fail_on), fail only on findings this audit opened or reopened (and, with I(fail_on_unaudited),
+        hosts audited last time that could not be audited now). Known, unchanged findings pass.
+    type: bool
+    default: false
+    version_added: 0.2.0
+  textfile_dir:
+    description:
+      - Also write C(postmortem.prom) (Prometheus text format) into this directory, atomically - the
+        directory node_exporter reads with C(--collector.textfile.directory).
+    type: str
+    default: ''
+    version_added: 0.2.0
+  started_at:
+    description: When the run began (Unix time), for the run's duration in the report and the metrics.
+    type: float
+    version_added: 0.2.0
   print_summary:
     description: Print the summary table on the terminal.
     type: bool

@@ -17,10 +17,11 @@ import json
 import os
 import re
 import tempfile
+import time
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
     DEPTH_CUT, MAX_DEPTH, STATUS_RANK, STATUSES, json_safe, safe_text, worst_status)
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html, report_metrics
 
 # Host states that are not findings. For the fail threshold they count as
 # ``error``: an operator who fails on errors wants to hear about a host that
@@ -29,7 +30,11 @@ HOST_PROBLEMS = ('unreachable', 'failed')
 # One compact encoder for every document: the C encoder (an indent would run the pure-Python one),
 # built once (json.dumps with arguments builds a new one per call).
 _COMPACT = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False)
-REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'html': 'postmortem.html'}
+REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'html': 'postmortem.html',
+                'prometheus': 'postmortem.prom'}
+# 2: schema_version and kind; per host drift, accepted and acceptance_expired beside the findings;
+# drift, accept and nothing_audited at the top. 1: the reports of 0.1.0 and 0.2.0 before it.
+SCHEMA_VERSION = 2
 
 
 def plain(value, depth_left=MAX_DEPTH):
@@ -224,7 +229,7 @@ def _remediation_record(value):
     value = plain_fast(value)
     if not isinstance(value, dict):
         return {'state': 'unknown', 'reason': 'the remediation record is %s, not a mapping' % type(value).__name__}
-    record = dict((k, value[k]) for k in ('state', 'task', 'reason', 'roles') if k in value)
+    record = dict((k, value[k]) for k in ('state', 'task', 'reason', 'roles', 'left', 'manual', 'check_mode') if k in value)
     record['state'] = safe_text(str(record.get('state') or 'unknown'))
     return record
 
@@ -234,8 +239,8 @@ def nothing_audited_reason(scope):
     scope = scope or {}
     inventory = ', '.join(scope.get('inventory') or []) or 'the inventory'
     limit = scope.get('limit')
-    return 'no host matched %r in %s%s' % (scope.get('host_pattern') or 'all', inventory,
-                                            (' with --limit %s' % limit) if limit else '')
+    return 'no host matched %r in %s%s' % (
+        scope.get('host_pattern') or 'all', inventory, (' with --limit %s' % limit) if limit else '')
 
 
 def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None, scope=None):
@@ -269,6 +274,8 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
         for finding in entry['findings'].values():
             totals[finding.get('status', 'error')] = totals.get(finding.get('status', 'error'), 0) + 1
     report = FleetReport({
+        'schema_version': SCHEMA_VERSION,
+        'kind': 'remediation' if before is not None or remediation is not None else 'audit',
         'generator': 'homelab.postmortem %s' % collection_version,
         'generated_at': now.strftime('%Y-%m-%dT%H:%M:%SZ'),
         'checks': [{'id': cid, 'title': title} for cid, title in known],
@@ -277,7 +284,8 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
         'totals': dict((k, v) for k, v in totals.items() if v),
     })
     if scope is not None:
-        report['run'] = plain_fast(dict((k, scope.get(k)) for k in ('host_pattern', 'inventory', 'limit', 'check_mode')))
+        report['run'] = plain_fast(dict((k, scope.get(k)) for k in ('host_pattern', 'inventory', 'limit', 'check_mode',
+                                                                    'duration_seconds') if k in scope))
     if not hosts:
         # Written so that an older report in the directory is never taken for this run's.
         report['nothing_audited'] = safe_text(nothing_audited_reason(scope))
@@ -333,18 +341,26 @@ def worst(report):
     return worst_status(statuses) if statuses else None
 
 
-def threshold_reached(report, fail_on, fail_on_unaudited=True):
+def threshold_reached(report, fail_on, fail_on_unaudited=True, new_only=False):
     """What fails the gate: findings at or above ``fail_on`` and, unless allowed, every host that
-    could not be audited (whatever ``fail_on`` is: a host we could not see is not a healthy one)."""
+    could not be audited (whatever ``fail_on`` is: a host we could not see is not a healthy one).
+    Accepted findings never do. With ``new_only``, only findings this run opened or reopened, and
+    hosts that were audited last time and could not be now (report['drift'] says which)."""
     if not fail_on or fail_on == 'never':
         return []
+    drift = report.get('drift') or {}
+    newly_unaudited = set(drift.get('hosts_newly_unaudited') or ())
     hits = []
     for entry in report['hosts']:
         if entry['state'] != 'audited':
-            if fail_on_unaudited:
+            if fail_on_unaudited and (not new_only or entry['name'] in newly_unaudited):
                 hits.append('%s: %s (not audited)' % (entry['name'], entry['state']))
             continue
+        accepted = entry.get('accepted') or {}
+        changes = entry.get('drift') or {}
         for cid, finding in entry['findings'].items():
+            if cid in accepted or (new_only and changes.get(cid) not in ('opened', 'reopened')):
+                continue
             if STATUS_RANK[finding['status']] >= STATUS_RANK[fail_on]:
                 hits.append('%s/%s: %s' % (entry['name'], cid, finding['status']))
     return hits
@@ -444,6 +460,12 @@ def render_html(report):
     return ''.join(report_html.render_html_parts(report, hosts_findings_json(report)))
 
 
+def atomic_write(path, parts):
+    """Write ``path`` from text pieces through a temporary file beside it (a reader never sees half
+    a file; node_exporter's textfile collector skips the temporary name, which does not end in .prom)."""
+    _atomic_write(path, parts)
+
+
 def _atomic_write(path, parts):
     directory = os.path.dirname(path) or '.'
     handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
@@ -482,6 +504,7 @@ def write(report, dest, formats):
         'json': lambda r: itertools.chain(to_json_parts(r, findings_text), ['\n']),
         'junit': lambda r: itertools.chain(['<?xml version="1.0" encoding="UTF-8"?>\n'], to_junit_parts(r), ['\n']),
         'html': lambda r: report_html.render_html_parts(r, findings_text),
+        'prometheus': lambda r: [report_metrics.render(r, time.time(), (r.get('run') or {}).get('duration_seconds'))],
     }
     dest = os.path.abspath(dest)
     try:

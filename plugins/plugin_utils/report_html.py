@@ -5,16 +5,20 @@
 
 The page opens fast at any fleet size: it parses only a small index (host names and one
 letter per check), shows hosts per check and status first, and draws the host grid a page
-at a time. Each host's findings sit in JSON blocks of CHUNK hosts that are parsed only when
-one of their cells is opened. Everything is drawn with textContent only: evidence comes
-from hosts and is never trusted as markup.
+at a time. Each host's findings sit in blocks of CHUNK hosts, gzip-compressed and base64-encoded
+(a 10,000-host report is a tenth of its evidence's size), that the browser decompresses
+(DecompressionStream) and parses only when one of their cells is opened; a browser without
+DecompressionStream says so and points to postmortem.json. Everything is drawn with textContent
+only: evidence comes from hosts and is never trusted as markup.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import json
+import zlib
 
 _PAGE = u'''<!DOCTYPE html>
 <html lang="en">
@@ -38,6 +42,8 @@ th.check { writing-mode: vertical-rl; transform: rotate(180deg); white-space: no
 td.cell { cursor: pointer; color: #fff; font-weight: 600; white-space: nowrap; }
 td.cell.selected { outline: 3px solid #1565c0; outline-offset: -3px; }
 td.cell.dimmed { opacity: .18; }
+td.cell.drift-opened, td.cell.drift-reopened { box-shadow: inset 0 -4px 0 #000; }
+td.cell.accepted { background-image: repeating-linear-gradient(45deg, transparent 0 6px, rgba(255,255,255,.25) 6px 9px); }
 td.empty { background: #f5f5f5; color: #9e9e9e; }
 .s-ok { background: var(--ok); } .s-affected { background: var(--affected); } .s-at_risk { background: var(--at_risk); }
 .s-not_applicable { background: var(--not_applicable); } .s-unknown { background: var(--unknown); }
@@ -97,10 +103,22 @@ __REPORT_CHUNKS__
     var code = host.c.charAt(index);
     return code === "-" ? null : CODES[code];
   }
+  // Each block of hosts' findings is gzip-compressed and base64-encoded in the page, and opened
+  // (decompressed by the browser, then parsed) the first time one of its hosts is looked at.
   function findingsOf(hostIndex) {
     var n = Math.floor(hostIndex / report.chunk);
-    if (!chunks[n]) { chunks[n] = JSON.parse(document.getElementById("chunk-" + n).textContent); }
-    return chunks[n][report.hosts[hostIndex].n];
+    if (!chunks[n]) {
+      if (typeof DecompressionStream === "undefined") {
+        return Promise.reject(new Error("this browser cannot decompress the findings (it has no DecompressionStream; " +
+          "Chromium 80, Firefox 113 and Safari 16.4 have it): read postmortem.json beside this page"));
+      }
+      var text = atob(document.getElementById("chunk-" + n).textContent.trim());
+      var bytes = new Uint8Array(text.length);
+      for (var i = 0; i < text.length; i++) { bytes[i] = text.charCodeAt(i); }
+      var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+      chunks[n] = new Response(stream).text().then(JSON.parse);
+    }
+    return chunks[n].then(function (block) { return block[report.hosts[hostIndex].n]; });
   }
 
   document.getElementById("meta").textContent = report.generator + " \u2014 generated " + report.generated_at +
@@ -109,6 +127,18 @@ __REPORT_CHUNKS__
   if (report.nothing) {
     document.getElementById("totals").appendChild(el("strong", {"id": "nothing-audited"},
       "NOTHING WAS AUDITED: " + report.nothing + ". This is not an older run's report."));
+  }
+  if (report.drift) {
+    var moved = ["opened", "reopened", "closed", "unmeasured"].filter(function (k) { return report.drift.counts[k]; })
+      .map(function (k) { return report.drift.counts[k] + " " + k; });
+    document.getElementById("meta").appendChild(el("div", {"id": "drift"}, "Since " + report.drift.since + ": " +
+      (moved.length ? moved.join(", ") : "nothing changed") + " (\u25b2 opened or reopened, \u25bc closed)"));
+  }
+  if (report.accept) {
+    document.getElementById("meta").appendChild(el("div", {"id": "accepted"}, report.accept.problem ?
+      "Accepted findings: none, " + report.accept.problem :
+      "Accepted (\u2713): " + report.accept.accepted + " finding(s)" +
+      (report.accept.expired ? "; " + report.accept.expired + " expired, counting again" : "")));
   }
   var totals = document.getElementById("totals");
   STATES.forEach(function (s) {
@@ -135,6 +165,14 @@ __REPORT_CHUNKS__
   });
 
   var filters = document.getElementById("filters");
+  if (report.drift) {
+    var changedLabel = el("label");
+    var changedBox = el("input", {type: "checkbox", id: "filter-changed"});
+    changedBox.addEventListener("change", function () { changedOnly = changedBox.checked; page = 0; draw(); });
+    changedLabel.appendChild(changedBox);
+    changedLabel.appendChild(document.createTextNode(" only hosts that changed since " + report.drift.since));
+    filters.appendChild(changedLabel);
+  }
   STATES.forEach(function (s) {
     var label = el("label");
     var box = el("input", {type: "checkbox", "class": "status-filter", value: s, id: "filter-" + s});
@@ -152,7 +190,15 @@ __REPORT_CHUNKS__
   report.checks.forEach(function (c) { headRow.appendChild(el("th", {"class": "check", title: c.title}, c.id)); });
   thead.appendChild(headRow);
 
+  var DRIFT = {o: "opened", r: "reopened", c: "closed", u: "unmeasured"};
+  function driftOf(host, index) {
+    var code = host.d ? host.d.charAt(index) : "-";
+    return code === "-" ? null : DRIFT[code];
+  }
+  function acceptedAt(host, index) { return !!host.a && host.a[String(index)] !== undefined; }
+  var changedOnly = false;
   function wanted(host) {
+    if (changedOnly && !(host.d && /[orc]/.test(host.d))) { return false; }
     if (only) { return statusOf(host, only.check) === only.status; }
     return report.checks.some(function (c, ci) { var s = statusOf(host, ci); return s && shown[s]; });
   }
@@ -175,8 +221,15 @@ __REPORT_CHUNKS__
           cell = el("td", {"class": "empty", "data-host": host.n, "data-check": c.id}, "not run");
         } else {
           var visible = only ? ci === only.check : shown[status];
-          cell = el("td", {"class": "cell s-" + status + (visible ? "" : " dimmed"), "data-host": host.n,
-                           "data-check": c.id, "data-status": status, tabindex: "0", title: c.title}, status);
+          var change = driftOf(host, ci), ok = acceptedAt(host, ci);
+          cell = el("td", {"class": "cell s-" + status + (visible ? "" : " dimmed") + (change ? " drift-" + change : "") +
+                           (ok ? " accepted" : ""), "data-host": host.n, "data-check": c.id, "data-status": status,
+                           tabindex: "0", title: c.title + (change ? " \u2014 " + change + " since " + report.drift.since : "") +
+                           (ok ? " \u2014 accepted" : "")},
+                    status + (change === "opened" || change === "reopened" ? " \u25b2" : change === "closed" ? " \u25bc" : "") +
+                    (ok ? " \u2713" : ""));
+          if (change) { cell.setAttribute("data-drift", change); }
+          if (ok) { cell.setAttribute("data-accepted", "1"); }
           cell.addEventListener("click", function () { showDetails(hostIndex, c, cell); });
           cell.addEventListener("keydown", function (e) { if (e.key === "Enter") { showDetails(hostIndex, c, cell); } });
         }
@@ -216,6 +269,7 @@ __REPORT_CHUNKS__
     box.textContent = "";
     box.setAttribute("data-host", host.n);
     box.setAttribute("data-check", check.id);
+    box.removeAttribute("data-ready");
     box.appendChild(el("h2", {}, host.n + " \\u2014 " + check.id));
     box.appendChild(el("p", {}, check.title));
     if (host.m) {
@@ -223,14 +277,36 @@ __REPORT_CHUNKS__
         (host.m.s === "failed" ? "FAILED" : "LOST THE HOST") + (host.m.t ? " in '" + host.m.t + "'" : "");
       box.appendChild(el("p", {"class": "remediation-problem"}, "Remediation " + what + ": " + host.m.r));
     }
+    var checkIndex = report.checks.indexOf(check);
+    if (acceptedAt(host, checkIndex)) {
+      box.appendChild(el("p", {"class": "accepted-note"}, "Accepted (postmortem_accept): " + host.a[String(checkIndex)]));
+    }
+    var change = driftOf(host, checkIndex);
+    if (change) {
+      box.appendChild(el("p", {"class": "drift-note"}, change.charAt(0).toUpperCase() + change.slice(1) + " since the audit of " +
+        report.drift.since + "."));
+    }
     if (host.s !== "audited") {
       var b = el("p");
       b.appendChild(el("span", {"class": "badge s-" + host.s}, host.s));
       box.appendChild(b);
       box.appendChild(el("p", {"class": "summary"}, host.r));
+      box.setAttribute("data-ready", "1");
       return;
     }
-    var f = findingsOf(hostIndex)[check.id];
+    var loading = el("p", {"class": "loading"}, "Opening the findings\u2026");
+    box.appendChild(loading);
+    findingsOf(hostIndex).then(function (findings) {
+      box.removeChild(loading);
+      showFinding(box, findings[check.id]);
+      box.setAttribute("data-ready", "1");
+    }, function (problem) {
+      loading.textContent = "The findings could not be opened: " + problem.message;
+      loading.setAttribute("class", "load-problem");
+    });
+  }
+
+  function showFinding(box, f) {
     var p = el("p");
     p.appendChild(el("span", {"class": "badge s-" + f.status}, f.status));
     box.appendChild(p);
@@ -279,6 +355,8 @@ __REPORT_CHUNKS__
 
 
 CHUNK = 200
+DRIFT_CODES = {'opened': 'o', 'reopened': 'r', 'closed': 'c', 'unmeasured': 'u'}
+GZIP_LEVEL = 1
 CODES = {'not_applicable': 'n', 'ok': 'o', 'unknown': 'u', 'error': 'e', 'at_risk': 'r', 'affected': 'a'}
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(',', ':'))
 
@@ -293,6 +371,10 @@ def _script_safe_json(data):
     return _script_safe(_ENCODER.encode(data))
 
 
+def _accepted_text(entry):
+    return '%s%s' % (entry.get('reason'), (' (until %s)' % entry['expires']) if entry.get('expires') else '')
+
+
 def index(report):
     """What the page parses on load: host names, states and one letter per check."""
     check_ids = [c['id'] for c in report['checks']]
@@ -303,7 +385,14 @@ def index(report):
             continue
         codes = ''.join(CODES.get((entry['findings'].get(cid) or {}).get('status'), '-') for cid in check_ids)
         hosts.append({'n': entry['name'], 's': 'audited', 'c': codes})
+    compared = bool((report.get('drift') or {}).get('since'))
     for host, entry in zip(hosts, report['hosts']):
+        changes = (entry.get('drift') or {}) if compared else {}
+        if changes:  # one letter per check: what changed since the previous audit
+            host['d'] = ''.join(DRIFT_CODES.get(changes.get(cid), '-') for cid in check_ids)
+        if entry.get('accepted'):
+            host['a'] = dict((str(i), _accepted_text(entry['accepted'][cid]))
+                             for i, cid in enumerate(check_ids) if cid in entry['accepted'])
         remediation = entry.get('remediation') or {}
         if remediation.get('state') in ('failed', 'lost', 'not_run'):  # the hosts a remediation run left alone or broke on
             host['m'] = {'s': remediation['state'], 'r': remediation.get('reason') or '', 't': remediation.get('task')}
@@ -312,6 +401,11 @@ def index(report):
              'codes': dict((v, k) for k, v in CODES.items())}
     if report.get('nothing_audited'):
         found['nothing'] = report['nothing_audited']
+    drift = report.get('drift') or {}
+    if drift.get('since'):
+        found['drift'] = {'since': drift['since'], 'counts': drift.get('counts') or {}}
+    if report.get('accept'):
+        found['accept'] = dict((k, report['accept'].get(k)) for k in ('accepted', 'expired', 'problem'))
     if (report.get('run') or {}).get('check_mode'):
         found['check_mode'] = True
     return found
@@ -326,9 +420,21 @@ def render_html_parts(report, findings_text):
     middle, tail = rest.split('__REPORT_CHUNKS__')
     yield head + _script_safe_json(index(report)) + middle
     for number, start in enumerate(range(0, len(hosts), CHUNK)):
-        yield '%s<script type="application/json" id="chunk-%d">{' % ('\n' if number else '', number)
-        for offset, entry in enumerate(hosts[start:start + CHUNK]):
-            yield '%s%s:%s' % (',' if offset else '', _script_safe_json(entry['name']),
-                               _script_safe(findings_text[start + offset]))
-        yield '}</script>'
+        block = '{' + ','.join('%s:%s' % (_ENCODER.encode(entry['name']), findings_text[start + offset])
+                               for offset, entry in enumerate(hosts[start:start + CHUNK])) + '}'
+        yield '%s<script type="application/gzip+base64" id="chunk-%d">%s</script>' % (
+            '\n' if number else '', number, compress_block(block))
     yield tail
+
+
+def compress_block(text):
+    """A block of findings as the page carries it: gzip (level 1: the evidence is repetitive JSON, so
+    it shrinks about tenfold even so, at a fraction of level 6's time), then base64, which holds no
+    character that could end a <script> element. Decompressed by the browser's DecompressionStream."""
+    packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    return base64.b64encode(packer.compress(text.encode('utf-8')) + packer.flush()).decode('ascii')
+
+
+def open_block(data):
+    """The findings of one block, from the page's text (what the page's script does, for tests)."""
+    return json.loads(zlib.decompress(base64.b64decode(data), 16 + zlib.MAX_WBITS).decode('utf-8'))

@@ -87,9 +87,10 @@ def worst_finding(entry, checks):
     if entry['state'] != 'audited':
         return None, entry['state']
     best = None
+    accepted = entry.get('accepted') or {}
     for cid in checks:
         status = host_status(entry, cid)
-        if status in ATTENTION and (best is None or _rank(status) > _rank(best[1])):
+        if cid not in accepted and status in ATTENTION and (best is None or _rank(status) > _rank(best[1])):
             best = (cid, status)
     return best
 
@@ -134,7 +135,7 @@ def _per_check(report, checks):
     for cid in checks:
         by_status = {}
         for entry in report['hosts']:
-            if entry['state'] == 'audited':
+            if entry['state'] == 'audited' and cid not in (entry.get('accepted') or {}):
                 status = host_status(entry, cid)
                 if status in ATTENTION:
                     by_status.setdefault(status, []).append(entry['name'])
@@ -146,8 +147,8 @@ def _per_check(report, checks):
         lines.append(fit('  %s: %s' % (cid, '; '.join(parts))))
     unaudited = [e for e in report['hosts'] if e['state'] != 'audited']
     if unaudited:
-        lines.append(fit('  not audited: %s' % _names(['%s (%s)' % (e['name'], e['state']) for e in unaudited],
-                                                       WIDTH - len('  not audited: '))))
+        names = ['%s (%s)' % (e['name'], e['state']) for e in unaudited]
+        lines.append(fit('  not audited: %s' % _names(names, WIDTH - len('  not audited: '))))
     return lines
 
 
@@ -241,7 +242,8 @@ def summary_lines(report, paths):
         ' (check mode)' if run.get('check_mode') else '')
     if report.get('nothing_audited'):
         return [fit(title), '', fit('NOTHING WAS AUDITED: %s.' % report['nothing_audited'])] + _where(paths)
-    head = [fit(title), '', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
+    head = [fit(title)] + drift_lines(report) + accept_lines(report)
+    head += ['', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
     attention = _per_check(report, checks)
     if attention:
         head += ['', 'Hosts that need attention, per check:'] + attention
@@ -263,7 +265,49 @@ def _where(paths):
     return ['Full report: %s' % shown[0]] + ['             %s' % p for p in shown[1:]]
 
 
-def gate_lines(report, fail_on, fail_on_unaudited, fail_on_no_hosts, hits):
+def drift_lines(report):
+    """What changed since the previous audit, first: 'Since 2026-11-30T02:00:00Z: 2 opened, 1 closed.'"""
+    drift = report.get('drift')
+    if not drift:
+        return []
+    if not drift.get('since'):
+        return [fit('Drift: %s.' % drift.get('note'))]
+    counts = drift.get('counts') or {}
+    parts = ['%d %s' % (counts[c], c) for c in ('opened', 'reopened', 'closed', 'unmeasured') if counts.get(c)]
+    if drift.get('hosts_appeared'):
+        parts.append('%d new host(s)' % len(drift['hosts_appeared']))
+    if drift.get('hosts_vanished'):
+        parts.append('%d host(s) not in this run' % len(drift['hosts_vanished']))
+    lines = [fit('Since %s: %s.' % (drift['since'], ', '.join(parts) or 'nothing changed'))]
+    changed = []
+    for entry in report['hosts']:
+        changed.extend('%s/%s%s' % (entry['name'], cid, ' (reopened)' if change == 'reopened' else '')
+                       for cid, change in sorted((entry.get('drift') or {}).items()) if change in ('opened', 'reopened'))
+    if changed:
+        lines.append(fit('  now open: %s' % _names(changed, WIDTH - len('  now open: '))))
+    return lines
+
+
+def accept_lines(report):
+    """Accepted findings (postmortem_accept): how many, expired ones, entries that match nothing."""
+    accept = report.get('accept')
+    if not accept:
+        return []
+    if accept.get('problem'):
+        return [fit('Accepted findings: NONE, %s' % accept['problem'])]
+    line = 'Accepted (postmortem_accept): %d finding(s)' % accept.get('accepted', 0)
+    if accept.get('expired'):
+        line += '; %d expired, counting again' % accept['expired']
+    lines = [fit(line + '.')]
+    unmatched = accept.get('unmatched') or []
+    if unmatched:
+        lines.append(fit('  %d entr%s match nothing in this run: %s' % (
+            len(unmatched), 'y' if len(unmatched) == 1 else 'ies',
+            _names(['#%d %s/%s' % (e['number'], e['host'], e['check']) for e in unmatched], WIDTH - 40))))
+    return lines
+
+
+def gate_lines(report, fail_on, fail_on_unaudited, fail_on_no_hosts, hits, new_only=False):
     """What the gate decided, in one line; with fail_on never, what it would have said."""
     if report.get('nothing_audited'):
         return [fit('Gate: %s (postmortem_fail_on_no_hosts: %s).' % (
@@ -277,9 +321,10 @@ def gate_lines(report, fail_on, fail_on_unaudited, fail_on_no_hosts, hits):
             return ['Gate: off (postmortem_fail_on: never).']
         return [fit('Gate: off (postmortem_fail_on: never); at_risk would fail it: %d finding(s)%s.' % (
             open_findings, (', %d unaudited host(s)' % len(unaudited)) if unaudited else ''))]
+    scope = 'new ' if new_only else ''
     if not hits:
-        return [fit('Gate: passed (nothing at or above %s%s).' % (
-            fail_on, '' if fail_on_unaudited or not unaudited else '; %d host(s) not audited were let pass' % len(unaudited)))]
+        return [fit('Gate: passed (nothing %sat or above %s%s).' % (
+            scope, fail_on, '' if fail_on_unaudited or not unaudited else '; %d host(s) not audited were let pass' % len(unaudited)))]
     not_audited = sum(1 for h in hits if h.endswith('(not audited)'))
-    return [fit('Gate: FAILED: %d finding(s) at or above %s%s.' % (
-        len(hits) - not_audited, fail_on, (' and %d host(s) not audited' % not_audited) if not_audited else ''))]
+    return [fit('Gate: FAILED: %d %sfinding(s) at or above %s%s.' % (
+        len(hits) - not_audited, scope, fail_on, (' and %d host(s) not audited' % not_audited) if not_audited else ''))]

@@ -47,8 +47,13 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     assert done.finding('pi-image', 'pi_ir_tx')['status'] == 'ok'
     assert 'Remediation: 1 finding(s) fixed, 0 still open, 0 new' in done.output
     assert 'pi-image: pi_ir_tx at_risk -> ok' in done.output
-    # This machine needed nothing: the role was not included for it.
-    assert 'skipping: [localhost]' in done.output.split('Fix the Raspberry Pi IR transmitter overlay')[1].split('TASK')[0]
+    # This machine needed nothing: the role was included for the image only.
+    included = [line for line in done.output.splitlines() if 'remediation_role.yml for' in line]
+    assert included and all(' for pi-image =>' in line for line in included), included
+    assert done.host('pi-image')['remediation']['roles'] == [
+        {'role': 'homelab.postmortem.pi_ir_tx', 'checks': ['pi_ir_tx'], 'result': 'ran',
+         'switch': 'pi_ir_tx_reboot is off: a restart or reboot the fix needs is left to you'}]
+    assert done.host('localhost')['remediation']['state'] == 'nothing_to_run'
 
     again = remediate(tmp_path / 'again', inventory)
     assert 'Remediation: 0 finding(s) fixed, 0 still open, 0 new' in again.output

@@ -11,6 +11,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.registry import DETECTIONS
 from helpers import local_host, run_audit
@@ -52,6 +53,15 @@ def report(tmp_path):
     return run
 
 
+def open_cell(browser, host, check):
+    """Click a cell and wait until its block of findings is decompressed and drawn."""
+    browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="%s"][data-check="%s"]' % (host, check)).click()
+    WebDriverWait(browser, 20).until(
+        lambda b: b.find_element(By.ID, 'details').get_attribute('data-ready') == '1'
+        or b.find_elements(By.CSS_SELECTOR, '#details p.load-problem'))
+    return browser.find_element(By.ID, 'details')
+
+
 def visible_rows(browser):
     return [r.get_attribute('data-host') for r in browser.find_elements(By.CSS_SELECTOR, 'tr.host-row') if r.is_displayed()]
 
@@ -70,8 +80,7 @@ def test_grid_details_and_status_filter(browser, report):
     assert status[('nopython', 'llama_sleep_race')] == 'failed'
 
     # Evidence and fix on click.
-    browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="pi-image"][data-check="pi_ir_tx"]').click()
-    details = browser.find_element(By.ID, 'details')
+    details = open_cell(browser, 'pi-image', 'pi_ir_tx')
     assert details.get_attribute('data-host') == 'pi-image'
     assert 'gpio-ir-tx' in details.text  # the fix
     # An image is fixed through the role's root variable; nothing to reboot.
@@ -79,8 +88,7 @@ def test_grid_details_and_status_filter(browser, report):
     assert details.find_element(By.CSS_SELECTOR, 'p.disruption').text == 'Disruption: none'
     assert '"next_boot_kernel": "6.18.34+rpt-rpi-v8"' in details.find_element(By.CSS_SELECTOR, 'pre.evidence').text
     # A cell with nothing to fix offers no fix.
-    browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="localhost"][data-check="pi_ir_tx"]').click()
-    assert 'Fix' not in browser.find_element(By.ID, 'details').text.split('\n')
+    assert 'Fix' not in open_cell(browser, 'localhost', 'pi_ir_tx').text.split('\n')
 
     # Filter: only at_risk -> only the image host stays, other statuses are dimmed.
     for box in browser.find_elements(By.CSS_SELECTOR, 'input.status-filter'):
@@ -96,17 +104,25 @@ def test_grid_details_and_status_filter(browser, report):
 
 
 def test_ten_thousand_hosts_counts_first_pages_and_evidence_on_demand(browser, tmp_path):
-    """A synthetic 10,000-host report (report.build on audit results shaped like the module's) in the real
-    browser: counts per check and status first, 100 rows a page, a count lists its hosts, a cell opens its
-    evidence. Speed is measured by make bench, not here."""
+    """A synthetic 10,000-host report (report.build on audit results shaped like the module's: twelve findings a
+    host, two instances each, with evidence) in the real browser: counts per check and status first, 100 rows a
+    page, a count lists its hosts, a cell opens its evidence from its compressed block, the last block too. Size
+    and speed are measured by make bench, not here."""
     from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
 
     def result(index):
-        status = 'affected' if index % 101 == 0 else 'ok'
-        finding = {'id': 'pi_ir_tx', 'title': 'IR', 'status': status, 'summary': 'host %d' % index,
-                   'evidence': {'marker': 'evidence-of-%d' % index}, 'remediation': {'manual': ['fix it']},
-                   'references': []}
-        return {'ansible_facts': {'postmortem': {'pi_ir_tx': finding}}}
+        findings = {}
+        for detection in DETECTIONS:
+            status = 'ok'
+            if detection.ID == 'pi_ir_tx':
+                status = 'affected' if index % 101 == 0 else 'at_risk' if index == 9998 else 'ok'
+            instances = [{'name': 'instance %d' % k, 'status': status, 'summary': 'instance %d of host %d' % (k, index),
+                          'evidence': {'pid': k, 'argv': ['/usr/bin/server', '--flag', str(k)]}} for k in range(2)]
+            findings[detection.ID] = {'id': detection.ID, 'title': detection.TITLE, 'status': status,
+                                      'summary': 'host %d' % index,
+                                      'evidence': {'marker': 'evidence-of-%d' % index, 'instances': instances},
+                                      'remediation': {'manual': ['fix it']}, 'references': []}
+        return {'ansible_facts': {'postmortem': findings}}
     hosts = ['host%05d' % i for i in range(10000)]
     data = fleet_report.build(hosts, dict((h, result(i)) for i, h in enumerate(hosts)),
                               [(d.ID, d.TITLE) for d in DETECTIONS], '0.2.0')
@@ -122,8 +138,20 @@ def test_ten_thousand_hosts_counts_first_pages_and_evidence_on_demand(browser, t
     affected.click()
     assert visible_rows(browser)[:3] == ['host00000', 'host00101', 'host00202']
     assert 'of %s (pi_ir_tx: affected)' % affected.text in browser.find_element(By.ID, 'page-info').text
-    browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="host00202"][data-check="pi_ir_tx"]').click()
-    assert 'evidence-of-202' in browser.find_element(By.CSS_SELECTOR, 'pre.evidence').text
+    assert 'evidence-of-202' in open_cell(browser, 'host00202', 'pi_ir_tx').find_element(By.CSS_SELECTOR, 'pre.evidence').text
+    # The last block: host09998 (the one at_risk) is in block 49 (hosts 9800 to 9999).
+    browser.find_element(By.CSS_SELECTOR, '#counts td.count[data-check="pi_ir_tx"][data-status="at_risk"]').click()
+    assert visible_rows(browser) == ['host09998']
+    details = open_cell(browser, 'host09998', 'pi_ir_tx')
+    assert 'instance 1 of host 9998' in details.text and 'evidence-of-9998' in details.text
+
+
+def test_a_browser_without_decompression_says_where_the_findings_are(browser, report):
+    browser.get('file://%s/postmortem.html' % report.report_dir)
+    browser.execute_script('delete window.DecompressionStream;')
+    details = open_cell(browser, 'pi-image', 'pi_ir_tx')
+    problem = details.find_element(By.CSS_SELECTOR, 'p.load-problem').text
+    assert 'cannot decompress the findings' in problem and 'postmortem.json' in problem
 
 
 def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
@@ -141,5 +169,41 @@ def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
     browser.get('file://%s' % paths['html'])
     for host, text in (('pi-1', "Remediation FAILED in 'Replace the overlay': Read-only file system </p>"),
                        ('pi-2', 'Remediation not run: not touched: pi-1 failed')):
-        browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="%s"][data-check="pi_ir_tx"]' % host).click()
-        assert browser.find_element(By.CSS_SELECTOR, '#details p.remediation-problem').text == text
+        assert open_cell(browser, host, 'pi_ir_tx').find_element(By.CSS_SELECTOR, 'p.remediation-problem').text == text
+
+
+def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path):
+    """What changed since the previous audit and what was accepted, marked in the grid and the details,
+    with a filter for the hosts that changed."""
+    import datetime
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report as fleet_report, report_drift
+
+    def results(statuses):
+        return dict((h, {'ansible_facts': {'postmortem': {'pi_ir_tx': {
+            'id': 'pi_ir_tx', 'title': 'IR', 'status': s, 'summary': 's', 'evidence': {},
+            'remediation': {'manual': ['fix it']}, 'references': []}}}}) for h, s in statuses.items())
+    checks = [(d.ID, d.TITLE) for d in DETECTIONS]
+    first = {'pi-1': 'ok', 'pi-2': 'affected', 'pi-3': 'ok', 'pi-4': 'at_risk'}
+    earlier = fleet_report.build(list(first), results(first), checks, '0.2.0',
+                                 now=datetime.datetime(2026, 11, 30, 2, 0, tzinfo=datetime.timezone.utc))
+    history = report_drift.next_history(earlier, {'closed': {}}, None)
+    now = {'pi-1': 'affected', 'pi-2': 'ok', 'pi-3': 'ok', 'pi-4': 'at_risk'}
+    data = fleet_report.build(list(now), results(now), checks, '0.2.0')
+    data['drift'] = report_drift.compare(data, report_drift.baseline_from_history(history, str(tmp_path)), history)
+    data['accept'] = accepted.apply(data, accepted.parse([{'host': 'pi-4', 'check': 'pi_ir_tx', 'reason': 'known, waiting',
+                                                           'expires': '2099-01-01'}], 'accept.yml'), datetime.date.today())
+    paths, problems = fleet_report.write(data, str(tmp_path), ['html'])
+    assert not problems
+    browser.get('file://%s' % paths['html'])
+    assert browser.find_element(By.ID, 'drift').text.startswith('Since 2026-11-30T02:00:00Z: 1 opened, 1 closed')
+    assert browser.find_element(By.ID, 'accepted').text == 'Accepted (\u2713): 1 finding(s)'
+    cell = browser.find_element(By.CSS_SELECTOR, 'td.cell[data-host="pi-1"][data-check="pi_ir_tx"]')
+    assert cell.get_attribute('data-drift') == 'opened' and '\u25b2' in cell.text
+    browser.find_element(By.ID, 'filter-changed').click()
+    assert visible_rows(browser) == ['pi-1', 'pi-2']
+    browser.find_element(By.ID, 'filter-changed').click()
+    details = open_cell(browser, 'pi-4', 'pi_ir_tx')
+    assert details.find_element(By.CSS_SELECTOR, 'p.accepted-note').text == \
+        'Accepted (postmortem_accept): known, waiting (until 2099-01-01)'
+    assert open_cell(browser, 'pi-1', 'pi_ir_tx').find_element(By.CSS_SELECTOR, 'p.drift-note').text == \
+        'Opened since the audit of 2026-11-30T02:00:00Z.'

@@ -49,9 +49,10 @@ def test_nothing_the_collection_sets_can_be_taken_for_a_users_mistake():
 
 def test_every_variable_the_playbooks_read_is_declared():
     used = set()
-    for name in os.listdir(PLAYBOOKS):
-        with open(os.path.join(PLAYBOOKS, name)) as handle:
-            used.update(re.findall(r'\b(postmortem_[a-z_]+)\b', handle.read()))
+    for directory, _dirs, files in os.walk(PLAYBOOKS):
+        for name in files:
+            with open(os.path.join(directory, name)) as handle:
+                used.update(re.findall(r'\b(postmortem_[a-z_]+)\b', handle.read()))
     assert not interface.unknown_variables(used), interface.unknown_variables(used)
     assert set(interface.NAMES) <= used | {'postmortem_fail_on_no_hosts'}
 

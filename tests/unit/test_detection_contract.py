@@ -130,3 +130,19 @@ def test_audit_facts_documents_every_check_and_group():
         assert 'C(%s)' % detection.ID in checks
     for group in registry.groups():
         assert 'C(%s)' % group in checks
+
+
+def test_every_disruptive_switch_is_a_role_option_that_is_off_by_default():
+    """remediate.yml never passes these from a finding's advice; each must exist in its role's argument
+    spec, default false, so that a restart or reboot stays the user's choice."""
+    import yaml
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import remediation
+    roles = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
+    for role, switch in remediation.SWITCHES.items():
+        with open(os.path.join(roles, role.split('.')[-1], 'meta', 'argument_specs.yml')) as handle:
+            options = yaml.safe_load(handle)['argument_specs']['main']['options']
+        assert options[switch]['type'] == 'bool' and options[switch].get('default') is False, (role, switch)
+    for detection in DETECTIONS:
+        role = detection.REMEDIATION.get('role')
+        if role and detection.REMEDIATION['disruption'] != 'none':
+            assert role in remediation.SWITCHES, (detection.ID, role)

@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import datetime
+
+import yaml
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift
+
+ARGUMENT_SPEC = dict(
+    stage=dict(type='str', default='plan', choices=['plan', 'record']),
+    before_var=dict(type='str', default='postmortem_before'),
+    remediate=dict(type='list', elements='str', default=['all']),
+    accept=dict(type='str', default=''),
+    remediate_accepted=dict(type='bool', default=False),
+    plan=dict(type='dict'),
+    ran=dict(type='list', elements='str', default=[]),
+    failure=dict(type='dict'),
+)
+
+
+class ActionModule(ActionBase):
+    """Runs on the controller for each host of the remediate playbook: before its fixes, which roles
+    its findings call for (and why every other open finding is left alone, and whether an earlier
+    batch stopped the run); after them, the record of what each role did."""
+
+    TRANSFERS_FILES = False
+    _requires_connection = False
+    _supports_check_mode = True
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        task_vars = task_vars or {}
+        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        result['changed'] = False
+        if args['stage'] == 'record':
+            switches = dict((name, bool(self._templar.template(task_vars[name])))
+                            for name in remediation.SWITCH_NAMES if name in task_vars)
+            result['record'] = remediation.record(args['plan'] or {'roles': [], 'checks_by_role': {}, 'left': [], 'manual': []},
+                                                  args['ran'], args['failure'], self._task.check_mode, switches)
+            return result
+        entries = []
+        if args['accept']:
+            try:
+                entries = accepted.load(args['accept'], report_drift.read_bounded, yaml.safe_load)
+            except accepted.AcceptProblem as exc:
+                result.update(failed=True, msg='no fix was chosen: %s' % exc)
+                return result
+        hostvars = task_vars.get('hostvars') or {}
+        everyone = list(task_vars.get('ansible_play_hosts_all') or [])
+        still = set(task_vars.get('ansible_play_hosts') or [])
+        records = []
+        for host in everyone:
+            try:
+                records.append((host, hostvars[host].get('postmortem_remediation')))
+            except KeyError:
+                continue
+        before = task_vars.get(args['before_var'])
+        chosen = remediation.plan(
+            host=task_vars.get('inventory_hostname'), before=before, wanted=args['remediate'], entries=entries,
+            remediate_accepted=args['remediate_accepted'], today=datetime.date.today(),
+            run_tags=task_vars.get('ansible_run_tags') or ['all'], skip_tags=task_vars.get('ansible_skip_tags') or [])
+        findings = remediation.findings_of(before)
+        user_vars = set(k for k in task_vars if not k.startswith('_postmortem_'))
+        chosen['role_vars'], chosen['conflicts'] = remediation.advice(findings, chosen['roles'], user_vars)
+        chosen['stop'] = remediation.stop_reason(records, [h for h in everyone if h not in still])
+        result.update(chosen)
+        return result
