@@ -26,11 +26,13 @@ NET_ID = 'ak7of1jriprxzfppltmyzgkiw'
 def test_sandbox_names_match_any_epoch(tmp_path, names, expected):
     for name in names:
         (tmp_path / name).write_text('')
-    assert [os.path.basename(p) for p in det.sandbox_files(str(tmp_path), NET_ID)] == expected
+    found, problem = det.sandbox_files(str(tmp_path), NET_ID)
+    assert problem is None
+    assert [os.path.basename(p) for p in found] == expected
 
 
-def test_sandbox_dir_missing_is_none(tmp_path):
-    assert det.sandbox_files(str(tmp_path / 'nope'), NET_ID) is None
+def test_sandbox_dir_missing_says_why(tmp_path):
+    assert det.sandbox_files(str(tmp_path / 'nope'), NET_ID) == (None, '%s does not exist' % (tmp_path / 'nope'))
 
 
 IP_LINK = ('1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000'
