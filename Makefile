@@ -18,10 +18,11 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 # Only the test targets get the test machine's podman settings: what `make audit`
 # runs must see the host exactly as a user's own ansible-playbook would.
-TEST_TARGETS := test test-env units e2e sanity lint molecule bench
+TEST_TARGETS := test test-env units e2e sanity lint molecule bench matrix
 $(TEST_TARGETS): export CONTAINERS_CONF := $(BUILD)/containers.conf
 
-.PHONY: help audit install test venv collection test-env units e2e sanity lint molecule bench ee clean
+.PHONY: help audit install test venv collection test-env units e2e sanity lint molecule bench ee clean \
+	docs matrix galaxy-import release-check
 
 help:
 	@echo "make audit   - set up and audit this machine (report in $(REPORT_DIR)); no root needed"
@@ -34,6 +35,11 @@ help:
 	@echo "               needs root (or passwordless sudo): it installs Debian packages, builds images,"
 	@echo "               starts dockerd, podman containers and llama-server; about 25 min cold"
 	@echo "make units | e2e | sanity | lint | molecule | bench | ee - parts of make test, and the benchmark"
+	@echo "make docs    - the documentation site into build/docs (every module, role, playbook and docs page)"
+	@echo "make matrix  - unit tests, sanity and the audit on ansible-core 2.20 and 2.21 (needs Python 3.12)"
+	@echo "make galaxy-import - galaxy-importer (what Galaxy runs on upload) on the built tarball"
+	@echo "make release-check REPOSITORY=url - before publishing: the release is cut, galaxy-importer passes"
+	@echo "               with the real repository address (README.md, Releasing)"
 	@echo "make clean   - remove build/, the report directory and pytest's cache (.venv stays)"
 
 venv:
@@ -76,11 +82,28 @@ lint: test-env
 molecule: test-env
 	@scripts/molecule.sh
 
+# The docs site first: the browser tests open it.
 test: test-env
+	@scripts/docs.sh
 	"$(VENV)/bin/python" -m pytest tests/unit tests/e2e -q -p no:cacheprovider -rs
 	@scripts/sanity.sh
 	@scripts/lint.sh
+	@scripts/galaxy-import.sh
+	@scripts/core-matrix.sh
 	@scripts/molecule.sh
+
+# Python 3.12 virtualenvs of their own (scripts/core-venv.sh); make test runs all of these.
+docs: collection
+	@scripts/docs.sh
+
+matrix: collection
+	@scripts/core-matrix.sh
+
+galaxy-import: collection
+	@scripts/galaxy-import.sh
+
+release-check: collection
+	@scripts/release-check.sh "$(REPOSITORY)"
 
 bench: test-env
 	"$(VENV)/bin/python" scripts/bench_audit.py

@@ -58,7 +58,7 @@ def test_execution_environment_build_context(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     context = os.path.join(BUILD, 'ee-context')
     containerfile = open(os.path.join(context, 'Containerfile')).read()
-    assert 'ansible-core==2.19.14 ansible-runner==2.4.3' in containerfile
+    assert 'ansible-core==2.21.5 ansible-runner==2.4.3' in containerfile
     assert 'COPY _build/postmortem/ /tmp/postmortem/' in containerfile
     assert 'ansible-galaxy collection install' in containerfile
     with open(os.path.join(context, '_build', 'requirements.yml')) as handle:
