@@ -93,6 +93,19 @@ def make_finding(detection, status, summary, evidence=None, remediation=None, in
     }
 
 
+def worst_instance(instances, among=None):
+    """The most serious instance, the first of them in the order given (a finding's summary names this
+    one, so it never names a less serious instance than the finding's status); None when there is none.
+    ``among``: only instances with these statuses count."""
+    worst = None
+    for item in instances:
+        if among is not None and item['status'] not in among:
+            continue
+        if worst is None or STATUS_RANK[item['status']] > STATUS_RANK[worst['status']]:
+            worst = item
+    return worst
+
+
 def error_finding(detection, reason, evidence=None, status='error'):
     """A finding for input we could not use (``error``) or a host that did not answer (``unknown``)."""
     step = ('Fix the condition named in the summary, then audit again.' if status == 'error'

@@ -40,3 +40,28 @@ def test_finding_takes_the_worst_instance_status_not_the_argument():
     assert set(result) == set(finding.FINDING_KEYS)
     assert result['references'] == FakeDetection.REFERENCES
     assert result['remediation'] == FakeDetection.REMEDIATION
+
+
+def test_the_summary_instance_is_the_most_serious_one():
+    """The roll-up names the worst instance (the first of the worst), never a less serious one than the
+    finding's status: llama_spec_logprobs used to take the first instance that was not ok."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.finding import worst_instance
+    items = [{'name': 'a', 'status': 'unknown'}, {'name': 'b', 'status': 'affected'}, {'name': 'c', 'status': 'affected'},
+             {'name': 'd', 'status': 'error'}]
+    assert worst_instance(items)['name'] == 'b'
+    assert worst_instance(items, among=('unknown', 'error'))['name'] == 'd'
+    assert worst_instance([]) is None
+
+
+def test_llama_spec_logprobs_names_its_worst_instance(tmp_path):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+    instances = [{'name': 'llama-server pid 1', 'status': 'unknown', 'summary': 'cannot tell', 'evidence': {}},
+                 {'name': 'llama-server pid 2', 'status': 'at_risk', 'summary': 'speculates: placeholders', 'evidence': {}}]
+    original = llama_server.collect
+    try:
+        llama_server.collect = lambda ctx, _a, _b: (instances, {})
+        finding = llama_spec_logprobs.detect(type('Ctx', (), {'probes': ()})())
+    finally:
+        llama_server.collect = original
+    assert finding['status'] == 'at_risk' and finding['summary'].endswith('speculates: placeholders')

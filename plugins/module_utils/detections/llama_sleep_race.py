@@ -17,7 +17,7 @@ __metaclass__ = type
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation, worst_instance
 
 ID = 'llama_sleep_race'
 GROUP = 'llama'
@@ -135,6 +135,6 @@ def detect(ctx):
             summary += '; %d would stay down after a crash' % len(unrestarted)
         summary += '. A request just before sleep can hang or crash the server.'
     else:
-        bad = [i for i in instances if i['status'] != 'ok']
-        summary = bad[0]['summary'] if bad else 'Sleep mode is off on all %d llama-server instance(s).' % len(instances)
+        worst = worst_instance([i for i in instances if i['status'] != 'ok'])
+        summary = worst['summary'] if worst else 'Sleep mode is off on all %d llama-server instance(s).' % len(instances)
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

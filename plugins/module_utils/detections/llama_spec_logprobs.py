@@ -17,7 +17,7 @@ __metaclass__ = type
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation, worst_instance
 
 ID = 'llama_spec_logprobs'
 GROUP = 'llama'
@@ -85,7 +85,8 @@ def detect(ctx):
     if not instances:
         return make_finding(_SELF, 'not_applicable', 'No llama-server process found.', evidence=evidence)
     bad = [i for i in instances if i['status'] != 'ok']
-    summary = bad[0]['summary'] if bad else 'No llama-server instance speculates.'
+    worst = worst_instance(bad)
+    summary = worst['summary'] if worst else 'No llama-server instance speculates.'
     if len(bad) > 1:
         summary = '%d of %d llama-server instances: %s' % (len(bad), len(instances), summary)
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)
