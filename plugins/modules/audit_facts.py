@@ -23,15 +23,15 @@ options:
       - Detection ids or groups to run, like C(gather_subset). C(all) runs every detection; a group
         runs its detections; C(!id) or C(!group) excludes them. A list of only exclusions means all
         but those.
-      - Known ids are C(pi_ir_tx), C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race),
-        C(podman_restart_userns), C(podman_export_idmap), C(docker_overlay_sandbox),
-        C(ollama_gemma4_renderer), C(ollama_format_think), C(ollama_schema_order), C(vllm_weight_cache)
-        and C(vllm_lora_patterns).
-      - Groups are C(pi) (C(pi_ir_tx)), C(llama) (C(llama_lora_cache), C(llama_spec_logprobs),
-        C(llama_sleep_race)), C(podman) (C(podman_restart_userns), C(podman_export_idmap)),
-        C(docker) (C(docker_overlay_sandbox)), C(ollama) (C(ollama_gemma4_renderer),
-        C(ollama_format_think), C(ollama_schema_order)) and C(vllm) (C(vllm_weight_cache),
-        C(vllm_lora_patterns)).
+      - 'The groups and their detection ids:'
+      # BEGIN GENERATED detection ids (scripts/gen_detection_files.py)
+      - C(pi) (group) - C(pi_ir_tx).
+      - C(llama) (group) - C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race).
+      - C(podman) (group) - C(podman_restart_userns), C(podman_export_idmap).
+      - C(docker) (group) - C(docker_overlay_sandbox).
+      - C(ollama) (group) - C(ollama_gemma4_renderer), C(ollama_format_think), C(ollama_schema_order).
+      - C(vllm) (group) - C(vllm_weight_cache), C(vllm_lora_patterns).
+      # END GENERATED detection ids
       - An unknown id or group fails the task before any detection runs.
     type: list
     elements: str
