@@ -15,7 +15,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface as interface
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import root_problem
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_summary
 
 ARGUMENT_SPEC = dict(
     playbook=dict(type='str', default='audit', choices=['audit', 'remediate']),
@@ -66,7 +66,7 @@ def tag_problems(playbook, run_tags, skip_tags):
         detection = registry.BY_ID.get(tag)
         if detection is not None and not detection.REMEDIATION.get('role'):
             found.append('--tags %s: that detection has no remediation role, so nothing would run (the fix is manual: '
-                         'see docs/%s.md)' % (tag, tag))
+                         'see %s/%s.md)' % (tag, report_summary.docs_dir(), tag))
     return found
 
 

@@ -11,7 +11,7 @@ import datetime
 import yaml
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift, report_summary
 
 ARGUMENT_SPEC = dict(
     stage=dict(type='str', default='plan', choices=['plan', 'record']),
@@ -70,5 +70,6 @@ class ActionModule(ActionBase):
         user_vars = set(k for k in task_vars if not k.startswith('_postmortem_'))
         chosen['role_vars'], chosen['conflicts'] = remediation.advice(findings, chosen['roles'], user_vars)
         chosen['stop'] = remediation.stop_reason(records, [h for h in everyone if h not in still])
+        chosen['docs_dir'] = report_summary.docs_dir()
         result.update(chosen)
         return result

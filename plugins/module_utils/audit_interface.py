@@ -159,7 +159,7 @@ def remediation_selection(value, name):
         if item == 'all' or item in with_role:
             continue
         if item in registry.BY_ID:
-            problems.append('%s has no remediation role (the fix is manual: see docs/%s.md)' % (item, item))
+            problems.append('%s has no remediation role (the fix is manual: see its page, %s.md, in the docs)' % (item, item))
             continue
         close = difflib.get_close_matches(str(item), with_role + ['all'], n=1, cutoff=0.6)
         problems.append('%r is not a detection with a remediation role%s; those are: %s' % (

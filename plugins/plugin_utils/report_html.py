@@ -20,6 +20,8 @@ import base64
 import json
 import zlib
 
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary
+
 _PAGE = u'''<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -339,6 +341,10 @@ __REPORT_CHUNKS__
       box.appendChild(el("p", {"class": "disruption"}, "Disruption: " + remediation.disruption));
     }
     addList(box, automated ? "Manual steps" : "Fix", remediation.manual, function (m) { return el("li", {}, m); });
+    var page = report.docs + "/" + box.getAttribute("data-check") + ".md";
+    var docs = el("p", {"class": "docs"}, "Docs: ");
+    docs.appendChild(el("a", {href: "file://" + encodeURI(page)}, page));
+    box.appendChild(docs);
     addList(box, "References", f.references, function (r) {
       var li = el("li");
       if (/^https?:\\/\\//.test(r)) { li.appendChild(el("a", {href: r, rel: "noreferrer"}, r)); } else { li.textContent = r; }
@@ -401,6 +407,7 @@ def index(report):
              'codes': dict((v, k) for k, v in CODES.items())}
     if report.get('nothing_audited'):
         found['nothing'] = report['nothing_audited']
+    found['docs'] = report_summary.docs_dir()
     drift = report.get('drift') or {}
     if drift.get('since'):
         found['drift'] = {'since': drift['since'], 'counts': drift.get('counts') or {}}

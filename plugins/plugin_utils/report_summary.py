@@ -251,7 +251,8 @@ def summary_lines(report, paths):
     if any('before' in e or 'remediation' in e for e in hosts):
         tail += [''] + remediation_lines(report)
     totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
-    tail += ['', fit('Totals: ' + (totals or 'nothing ran')), 'Docs per check: %s/<check>.md' % docs_dir()]
+    # Paths are printed whole (a cut path is useless), on lines of their own.
+    tail += ['', fit('Totals: ' + (totals or 'nothing ran')), 'Docs per check (<check>.md):', '  %s' % docs_dir()]
     tail += _where(paths)
     # The gate's line (gate_lines) follows: one more line of the budget.
     return head + _worst_hosts(report, checks, LINES - 1 - len(head) - len(tail)) + tail

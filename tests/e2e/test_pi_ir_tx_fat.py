@@ -46,11 +46,11 @@ def fat_image(tmp_path):
         yield str(root), boot
     finally:
         for _attempt in range(20):
-            if subprocess.run(['fusermount', '-u', str(boot)], capture_output=True, timeout=30).returncode == 0:
+            if subprocess.run(['fusermount', '-u', str(boot)], capture_output=True, timeout=30, check=False).returncode == 0:
                 break
             time.sleep(0.25)
         else:
-            subprocess.run(['umount', '-l', str(boot)], capture_output=True, timeout=30)
+            subprocess.run(['umount', '-l', str(boot)], capture_output=True, timeout=30, check=False)
 
 
 def _fs_type(path):
@@ -104,7 +104,7 @@ def _role_play(tmp_path, root, check):
     }]))
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), str(playbook), '-i', 'localhost,', '-c', 'local',
            '-e', 'ansible_python_interpreter=%s' % os.path.join(VENV_BIN, 'python')] + (['--check', '--diff'] if check else [])
-    return subprocess.run(cmd, env=ansible_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=300)
+    return subprocess.run(cmd, env=ansible_env(), cwd=str(tmp_path), capture_output=True, text=True, timeout=300, check=False)
 
 
 def recap(output):

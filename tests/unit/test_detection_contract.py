@@ -135,7 +135,6 @@ def test_audit_facts_documents_every_check_and_group():
 def test_every_disruptive_switch_is_a_role_option_that_is_off_by_default():
     """remediate.yml never passes these from a finding's advice; each must exist in its role's argument
     spec, default false, so that a restart or reboot stays the user's choice."""
-    import yaml
     from ansible_collections.homelab.postmortem.plugins.plugin_utils import remediation
     roles = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
     for role, switch in remediation.SWITCHES.items():

@@ -154,7 +154,7 @@ def test_a_failed_backup_leaves_no_partial_copy(tmp_path, monkeypatch):
         filewrite.write_all(module, [(str(first), 'old a\n', 'new a\n')], True)
     assert module.failed['msg'].startswith('could not back up %s: No space left on device' % first)
     assert first.read_text() == 'old a\n' and leftovers(tmp_path) == []
-    assert not [p for p in tmp_path.rglob('*.bak')]
+    assert not list(tmp_path.rglob('*.bak'))
 
 
 def test_filesystem_type_reads_the_longest_mount_point(tmp_path):
