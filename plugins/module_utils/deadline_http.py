@@ -88,7 +88,18 @@ def _tls_context():
     return _TLS_CONTEXT[0]
 
 
+# A week: what the audit's own timeouts allow (audit_interface.MAX_SECONDS). Far more would make
+# settimeout() and select() overflow ("timestamp out of range for platform time_t" at 10**10 s).
+MAX_TIMEOUT = 7 * 24 * 3600
+
+
 def deadline_after(timeout):
+    """The deadline ``timeout`` seconds from now; ValueError (with a reason for a person) for a
+    timeout that is not a finite number of seconds from 0 to MAX_TIMEOUT."""
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout <= MAX_TIMEOUT:
+        shown = repr(timeout)
+        raise ValueError('a timeout of %s is not a number of seconds above 0 and at most %d'
+                         % (shown if len(shown) <= 40 else shown[:37] + '...', MAX_TIMEOUT))
     return time.monotonic() + timeout
 
 

@@ -131,7 +131,10 @@ def request_json(url, method='GET', body=None, timeout=10.0, headers=None):
     if body is not None:
         data = json.dumps(body).encode('utf-8')
         send_headers['Content-Type'] = 'application/json'
-    deadline = deadline_http.deadline_after(timeout)
+    try:
+        deadline = deadline_http.deadline_after(timeout)
+    except ValueError as exc:
+        raise ProbeFailure('%s was not asked: %s' % (url, exc))
     sock = _connect(url, scheme, addresses, deadline, timeout)
     try:
         status, _reason, raw = deadline_http.exchange(sock, host_header, method, target, data, send_headers,

@@ -211,4 +211,3 @@ def test_audit_facts_refuses_a_timeout_that_would_break_select(tmp_path):
     assert proc.returncode != 0
     assert 'command_timeout must be at most 604800 seconds (a week), got 10000000000' in proc.stdout, proc.stdout
     assert 'Traceback' not in proc.stdout + proc.stderr
-

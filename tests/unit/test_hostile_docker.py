@@ -148,9 +148,9 @@ def test_a_container_whose_inspect_fails_is_unknown_and_one_that_left_is_not(tmp
 
 
 def test_interfaces_that_cannot_be_read_of_a_process_still_there_are_unknown(tmp_path):
-    node = Node(tmp_path)
-    failing = lambda cmd: (1, '', 'nsenter: reassociate to namespace failed: Operation not permitted\n')  # noqa: E731
-    finding = node.audit(run_command=failing, proc_pids=[4321])
+    def failing(cmd):
+        return 1, '', 'nsenter: reassociate to namespace failed: Operation not permitted\n'
+    finding = Node(tmp_path).audit(run_command=failing, proc_pids=[4321])
     assert by_name(finding, 'web')['status'] == 'unknown'
     assert 'interfaces cannot be read (nsenter: reassociate' in by_name(finding, 'web')['summary']
     assert by_name(finding, 'db')['status'] == 'ok' and 'exited while it was read' in by_name(finding, 'db')['summary']

@@ -254,3 +254,14 @@ def test_https_to_loopback_works_within_one_deadline(certificate):
 def test_docker_socket_paths_that_cannot_be_used(socket_path, fragment):
     exc, _elapsed = timed(lambda: docker_api.DockerApi(socket_path, 1).get('/version'))
     assert fragment in str(exc), str(exc)
+
+
+@pytest.mark.parametrize('timeout', [10 ** 10, float('inf'), float('nan'), 0, -1, '10', True])
+def test_a_timeout_no_socket_can_take_is_a_reason_not_an_overflow(tmp_path, timeout):
+    """settimeout(10**10) raises OverflowError ("timestamp out of range for platform time_t"); callers
+    with a module parameter of their own (the Ollama fix's timeout) are protected here too."""
+    with hs.MisbehavingServer(hs.answer_json({'ok': True})) as server:
+        exc, _elapsed = timed(lambda: loopback_http.request_json(server.url + '/x', timeout=timeout))
+    assert 'is not a number of seconds above 0 and at most 604800' in str(exc), str(exc)
+    exc, _elapsed = timed(lambda: docker_api.DockerApi(str(tmp_path / 'docker.sock'), timeout).get('/version'))
+    assert str(exc).startswith('Docker API GET /version was not sent: a timeout of ')

@@ -98,7 +98,10 @@ class DockerApi(object):
         from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, deadline_http
         url = path + ('?' + urlencode(params) if params else '')
         what = 'Docker API GET %s' % path
-        deadline = deadline_http.deadline_after(self.timeout)
+        try:
+            deadline = deadline_http.deadline_after(self.timeout)
+        except ValueError as exc:
+            raise DockerProblem('%s was not sent: %s' % (what, exc))
         try:
             sock = deadline_http.connect(socket.AF_UNIX, self.path, deadline)
             status, _reason, body = deadline_http.exchange(sock, 'localhost', 'GET', url, None,
