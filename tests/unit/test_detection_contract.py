@@ -138,7 +138,7 @@ def test_every_disruptive_switch_is_a_role_option_that_is_off_by_default():
     from ansible_collections.homelab.postmortem.plugins.plugin_utils import remediation
     roles = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'roles')
     for role, switch in remediation.SWITCHES.items():
-        with open(os.path.join(roles, role.split('.')[-1], 'meta', 'argument_specs.yml')) as handle:
+        with open(os.path.join(roles, role.rsplit('.', maxsplit=1)[-1], 'meta', 'argument_specs.yml')) as handle:
             options = yaml.safe_load(handle)['argument_specs']['main']['options']
         assert options[switch]['type'] == 'bool' and options[switch].get('default') is False, (role, switch)
     for detection in DETECTIONS:

@@ -138,7 +138,7 @@ def test_an_earlier_reports_shapes(tmp_path):
     (lambda p: write_report(p, {'generator': 'homelab.postmortem', 'hosts': [7]}), 'has a host entry that is not one'),
     (lambda p: os.symlink('/dev/zero', str(p)) or str(p), 'is not a regular file'),
     (lambda p: os.mkfifo(str(p)) or str(p), 'is not a regular file'),
-    (lambda p: str(p), 'does not exist'),
+    (str, 'does not exist'),
     (lambda p: write_report(p, '[' * 100000 + ']' * 100000), 'is not JSON'),
 ])
 def test_hostile_previous_reports_give_a_note(tmp_path, make, reason):
@@ -247,7 +247,7 @@ def test_metrics_hold_status_drift_and_hosts_with_escaped_labels(tmp_path):
     assert 'homelab_postmortem_drift_hosts{change="appeared"} 1' in text
     assert 'homelab_postmortem_last_run_timestamp_seconds 1764554400.0' in text
     assert 'homelab_postmortem_run_duration_seconds 12.5' in text
-    assert text.endswith('\n') and 'summary' not in text.split('# HELP')[0]
+    assert text.endswith('\n') and 'summary' not in text.split('# HELP', maxsplit=1)[0]
 
 
 def test_advice_never_turns_a_switch_on_or_overrides_the_user():
