@@ -47,10 +47,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
 
 DEFAULT_EXEC_ROOT = '/var/run/docker'
@@ -141,9 +140,10 @@ def read_config(process, path, explicit):
                           'not known' % path)
         return None, '%s: %s' % (path, problem.reason)
     try:
-        data = json.loads(text)
-    except ValueError as exc:
-        return None, '%s is not JSON now (%s); dockerd would not start with it, so it changed after the start' % (path, exc)
+        data = bounded_json.loads(text, path)
+    except bounded_json.JsonInputError as exc:
+        # Read with the one bounded loader: a file of 500,000 "[" would otherwise raise RecursionError.
+        return None, '%s is %s now; dockerd would not start with it, so it changed after the start' % (path, exc.detail)
     if not isinstance(data, dict):
         return None, '%s is not a JSON object now; dockerd would not start with it' % path
     return data, None
