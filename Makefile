@@ -66,6 +66,7 @@ test-env: collection
 	@scripts/setup-quadlet.sh
 	@scripts/setup-llama.sh
 	@scripts/setup-test-collections.sh
+	@scripts/setup-wheels.sh
 
 units: collection
 	"$(VENV)/bin/python" -m pytest tests/unit -q

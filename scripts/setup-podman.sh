@@ -37,6 +37,10 @@ debian13="$(build_image trixie debian13)"
 # Debian 13 with podman 5.4.2 (which has Quadlet) and systemd, for the podman_quadlet scenario.
 podman13="$(build_image trixie podman13 python3,systemd,systemd-sysv,dbus,procps,podman,runc,nftables,tar)"
 
+# Debian 12 with python3-venv (a virtualenv with pip) and libpam-systemd (user managers of lingering
+# users), for the audit_schedule scenario.
+venv12="$(build_image bookworm venv12 python3,python3-venv,systemd,systemd-sysv,dbus,libpam-systemd,procps)"
+
 # Debian 12 with sshd and Python, for the SSH test fleet (tests/e2e/ssh_fleet.py).
 sshd12="$(build_image bookworm sshd python3,openssh-server,procps)"
 
@@ -58,5 +62,5 @@ fi
 if [ "$(id -u)" -eq 0 ] && ! grep -q "^${rootless_user}:" /etc/subuid; then
   usermod --add-subuids 300000-365535 --add-subgids 300000-365535 "${rootless_user}"
 fi
-printf 'POSTMORTEM_SYSTEMD_IMAGE=%s\nPOSTMORTEM_DEBIAN13_IMAGE=%s\nPOSTMORTEM_PODMAN13_IMAGE=%s\nPOSTMORTEM_TINY_TAR=%s\nPOSTMORTEM_TINY_IMAGE=%s\nPOSTMORTEM_ROOTLESS_USER=%s\nPOSTMORTEM_SSHD_IMAGE=%s\n' \
-  "${systemd12}" "${debian13}" "${podman13}" "${tiny_tar}" "${tiny_image}" "${rootless_user}" "${sshd12}" > "${BUILD}/podman.env"
+printf 'POSTMORTEM_SYSTEMD_IMAGE=%s\nPOSTMORTEM_DEBIAN13_IMAGE=%s\nPOSTMORTEM_PODMAN13_IMAGE=%s\nPOSTMORTEM_TINY_TAR=%s\nPOSTMORTEM_TINY_IMAGE=%s\nPOSTMORTEM_ROOTLESS_USER=%s\nPOSTMORTEM_SSHD_IMAGE=%s\nPOSTMORTEM_VENV_IMAGE=%s\n' \
+  "${systemd12}" "${debian13}" "${podman13}" "${tiny_tar}" "${tiny_image}" "${rootless_user}" "${sshd12}" "${venv12}" > "${BUILD}/podman.env"
