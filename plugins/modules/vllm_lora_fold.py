@@ -32,6 +32,14 @@ description:
     into place; an existing I(dest) is kept as a timestamped backup.
   - An I(dest) folded from the same source (same config and weights header) is left alone, so a second run
     changes nothing. Check mode reports the factors and writes nothing.
+  - Refuses a I(dest) that is I(src), lies inside it or holds it (also through links and bind mounts), an
+    adapter with C(lora_alpha) 0, weights safetensors itself would refuse (overlapping or missing tensor
+    data, a header it cannot parse), and a pattern key whose matching does not finish within 2 seconds (as
+    PEFT's own C(re.match) would not); the message names the key. Files are opened without blocking, so a named
+    pipe where a file should be is refused, not waited on.
+  - When writing fails (a read-only or full filesystem), the partial copy is removed and the message says that
+    I(dest) is unchanged; when moving it into place fails, the old I(dest) is put back, or the message says where
+    it is.
   - The plan is checked under PEFT's three pattern rules and vLLM before and after 0.32.0 first; when module
     names overlap so that a pattern key would match another module, the task fails and nothing is written.
 options:
@@ -141,8 +149,10 @@ def main():
         supports_check_mode=True,
     )
     src, dest = module.params['src'], module.params['dest']
-    if os.path.realpath(src) == os.path.realpath(dest):
-        module.fail_json(msg='dest must not be src: the original adapter is never modified')
+    try:
+        fold.check_paths(src, dest)
+    except HostInputError as exc:
+        module.fail_json(msg='%s; nothing was written' % exc)
     peft_version = None
     if module.params['peft_version']:
         peft_version = hostio.version_tuple(module.params['peft_version'])
@@ -163,21 +173,23 @@ def main():
     )
     if fold.up_to_date(dest, planned.fingerprint):
         module.exit_json(changed=False, msg='%s is already the fold of %s' % (dest, src), **result)
-    before = ''
+    dest_config = os.path.join(dest, vllm_adapters.CONFIG)
+    before, before_header = '', dest_config
     try:
-        with open(os.path.join(dest, vllm_adapters.CONFIG)) as handle:
-            before = handle.read()
-    except (IOError, OSError):
-        pass
+        before = hostio.read_text(dest_config, limit=vllm_adapters.MAX_CONFIG_BYTES)
+    except hostio.ReadProblem as problem:
+        if problem.kind != 'missing':
+            # Not UTF-8, a named pipe, too large: shown as what it is, never read as text.
+            before_header = '%s (%s)' % (dest_config, problem.reason)
     result['diff'] = {'before': before, 'after': json.dumps(planned.config, indent=2, sort_keys=True) + '\n',
-                      'before_header': os.path.join(dest, vllm_adapters.CONFIG),
-                      'after_header': os.path.join(dest, vllm_adapters.CONFIG)}
+                      'before_header': before_header, 'after_header': dest_config}
     if module.check_mode:
         module.exit_json(changed=True, **result)
     try:
         backup = fold.write(planned, dest)
-    except (HostInputError, IOError, OSError) as exc:
-        module.fail_json(msg='writing %s failed: %s; %s is unchanged' % (dest, exc, src), **result)
+    except HostInputError as exc:
+        # fold.write says what is left of dest; src is only ever read.
+        module.fail_json(msg='%s; %s was only read' % (exc, src), **result)
     if backup:
         result['backup'] = backup
     module.exit_json(changed=True, **result)

@@ -13,10 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import install as vllm_install
@@ -68,8 +68,8 @@ def _lora_modules(process):
     for value in process.options.get('--lora-modules') or []:
         if value.startswith('{'):
             try:
-                data = json.loads(value)
-            except ValueError:
+                data = bounded_json.loads(value, '--lora-modules value')
+            except bounded_json.JsonInputError:
                 continue
             if isinstance(data, dict) and isinstance(data.get('path'), str):
                 paths.append(data['path'])
@@ -133,12 +133,17 @@ def _judge_one(adapter, version, text, where, max_lora_rank, listed):
     return 'ok', '%s: every module is served at its trained scale.' % name, evidence
 
 
-def _adapter_instance(path, installs, listed, used_by, max_ranks):
-    name = 'adapter %s' % path
+def _adapter_instance(ctx, path, installs, listed, used_by, max_ranks):
     try:
-        adapter = vllm_adapters.load(path)
-    except vllm_adapters.AdapterProblem as exc:
-        return instance(name, 'error', str(exc), {'path': path, 'used_by': used_by})
+        return _judged(vllm_adapters.load(path, ctx.path), installs, listed, used_by, max_ranks)
+    except HostInputError as exc:
+        # A file that cannot be read, or a pattern key that cannot be matched (lora_scale.PatternProblem).
+        return instance('adapter %s' % path, exc.finding_status, str(exc), {'path': path, 'used_by': used_by})
+
+
+def _judged(adapter, installs, listed, used_by, max_ranks):
+    path = adapter.path
+    name = 'adapter %s' % path
     config = adapter.config
     evidence = {
         'path': path, 'used_by': used_by, 'r': config.r, 'lora_alpha': config.alpha, 'use_rslora': config.use_rslora,
@@ -182,12 +187,8 @@ def detect(ctx):
     found, walk_problems, skipped = vllm_adapters.find(ctx, roots, settings['max_adapters'])
     paths = list(found)
     for path in sorted(used_by):
-        try:
-            real = ctx.path(path)
-        except hostio.ReadProblem:
-            real = path
-        if real not in paths:
-            paths.append(real)
+        if path not in paths:
+            paths.append(path)
     evidence = {'vllm_processes': len(processes), 'vllm_installs': [{'version': t, 'where': w} for _v, t, w, _p in installs],
                 'adapter_paths': roots, 'adapters_skipped': skipped}
     if problems:
@@ -197,8 +198,15 @@ def detect(ctx):
                             evidence=evidence)
     instances = [instance('adapter path', 'error', 'Cannot read %s.' % p, {}) for p in walk_problems[:20]]
     max_ranks = dict((entry.pid, _max_lora_rank(entry)) for entry in processes)
-    for path in paths:
-        instances.append(_adapter_instance(path, installs, settings['max_modules_listed'], used_by.get(path, []),
+    for index, path in enumerate(paths):
+        left, why = ctx.runner.limit()
+        if left <= 0:
+            # Each adapter's pattern matching is bounded (lora_scale.MATCH_SECONDS); many of them share the budget.
+            evidence['adapters_not_read'] = len(paths) - index
+            instances.append(instance('adapters not read', 'unknown', '%d adapter(s) were not read: %s is used up '
+                                      '(first: %s).' % (len(paths) - index, why, paths[index]), {'first': paths[index:][:10]}))
+            break
+        instances.append(_adapter_instance(ctx, path, installs, settings['max_modules_listed'], used_by.get(path, []),
                                            max_ranks))
     if skipped:
         evidence['note'] = 'stopped after %d adapters (setting max_adapters); %d more were not read' % (

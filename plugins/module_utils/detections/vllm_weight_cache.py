@@ -14,16 +14,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import checkpoint as vllm_checkpoint
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import install as vllm_install
-from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import safetensors
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
 
 ID = 'vllm_weight_cache'
@@ -97,9 +95,13 @@ def _side(ctx, entry):
     if real and os.path.isdir(real):
         fingerprint, headers = vllm_checkpoint.header_fingerprint(real)
         try:
-            config = json.loads(hostio.read_text(os.path.join(real, 'config.json'), limit=4 * 1024 * 1024))
-        except (hostio.ReadProblem, ValueError) as exc:
-            problems.append('config.json of %s: %s' % (model, getattr(exc, 'reason', exc)))
+            config = bounded_json.loads(hostio.read_text(os.path.join(real, 'config.json'), limit=4 * 1024 * 1024),
+                                        'config.json of %s' % model)
+        except hostio.ReadProblem as problem:
+            problems.append('config.json of %s: %s' % (model, problem.reason))
+            config = {}
+        except bounded_json.JsonInputError as exc:
+            problems.append(str(exc))
             config = {}
     # hash_checkpoint returns None without local shards, and the key then holds the model string.
     extra, problem = weight_cache.loader_extra_config(entry) if entry.role == 'engine' else ({}, None)
@@ -220,7 +222,8 @@ def detect(ctx):
     for entry in daemons + engines:
         try:
             sides[entry.pid] = _side(ctx, entry)
-        except (safetensors.SafetensorsProblem, hostio.ReadProblem) as exc:
+        except HostInputError as exc:
+            # A shard or config that cannot be used (a named pipe, a header safetensors refuses): this process only.
             sides[entry.pid] = None
             instances.append(instance('%s pid %d' % (entry.role, entry.pid), 'error', str(exc),
                                       {'pid': entry.pid, 'model': entry.model}))

@@ -17,10 +17,9 @@ __metaclass__ = type
 
 import glob
 import hashlib
-import json
 import os
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import safetensors
 
 INDEX = 'model.safetensors.index.json'
@@ -41,9 +40,12 @@ def shards(model_dir):
     index = os.path.join(model_dir, INDEX)
     if os.path.isfile(index):
         try:
-            weight_map = json.loads(hostio.read_text(index, limit=MAX_INDEX_BYTES)).get('weight_map')
-        except (hostio.ReadProblem, ValueError, AttributeError) as exc:
-            raise safetensors.SafetensorsProblem('%s cannot be read: %s' % (index, exc))
+            data = bounded_json.loads(hostio.read_text(index, limit=MAX_INDEX_BYTES), index, max_bytes=MAX_INDEX_BYTES)
+        except hostio.ReadProblem as problem:
+            raise safetensors.SafetensorsProblem('%s cannot be read: %s' % (index, problem.reason))
+        except bounded_json.JsonInputError as exc:
+            raise safetensors.SafetensorsProblem(str(exc))
+        weight_map = data.get('weight_map') if isinstance(data, dict) else None
         if not isinstance(weight_map, dict):
             raise safetensors.SafetensorsProblem('%s has no weight_map' % index)
         listed = set(os.path.join(model_dir, name) for name in weight_map.values() if isinstance(name, str))

@@ -9,6 +9,15 @@ lora_B is multiplied by trained_scale / S0. The ranks the tensors need stay in r
 match r), keyed by each module's full name, and alpha_pattern gets the alpha that gives S0 at
 that rank. The plan is checked under every PEFT pattern rule and under vLLM before and after
 0.32.0 before anything is written.
+
+What it refuses, and what a failure leaves (the module's message says which):
+- a destination that is the source, inside it, or holds it (through links and bind mounts too:
+  directories are compared by device and inode), so the source is only ever read;
+- lora_alpha 0 (every module's base scale 0: no factor on lora_B gives a module its trained scale);
+- a source file safetensors itself refuses (safetensors.read_header), or that changed between the
+  plan and the write;
+- a failure while writing (a read-only or full filesystem) removes the working directory; a failure
+  while moving it into place puts the old destination back, or says where it is.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -40,6 +49,45 @@ class FoldProblem(vllm_adapters.AdapterProblem):
     pass
 
 
+def _directory_ids(path):
+    """(st_dev, st_ino) of ``path`` and of each directory above it, from its real path; missing
+    parts (a destination not created yet) are skipped."""
+    ids = []
+    current = os.path.realpath(path)
+    while True:
+        try:
+            info = os.stat(current)
+            ids.append((info.st_dev, info.st_ino))
+        except OSError:
+            pass
+        parent = os.path.dirname(current)
+        if parent == current:
+            return ids
+        current = parent
+
+
+def check_paths(src, dest):
+    """FoldProblem when writing ``dest`` could touch ``src``: the same directory, one inside the other
+    (also through a link or a bind mount, which give the same device and inode)."""
+    try:
+        source = os.stat(src)
+    except OSError as exc:
+        raise FoldProblem('%s cannot be read: %s' % (src, exc.strerror or exc))
+    source_id = (source.st_dev, source.st_ino)
+    above_dest = _directory_ids(dest)
+    if above_dest and above_dest[0] == source_id and os.path.lexists(dest):
+        raise FoldProblem('dest %s is src %s: the original adapter is never modified' % (dest, src))
+    if source_id in above_dest:
+        raise FoldProblem('dest %s is inside src %s: the fold would write into the original adapter' % (dest, src))
+    try:
+        target = os.stat(dest)
+    except OSError:
+        return
+    if (target.st_dev, target.st_ino) in _directory_ids(src):
+        raise FoldProblem('src %s is inside dest %s: replacing dest would move the original adapter away'
+                          % (src, dest))
+
+
 class Plan(object):
     def __init__(self, adapter, config, factors, base_scale, fingerprint):
         self.adapter = adapter
@@ -59,6 +107,9 @@ def plan(adapter, peft_version=None):
     """
     config = adapter.config
     base = adapter.base_scale()
+    if not base:
+        raise FoldProblem('%s: lora_alpha is 0, so every module\'s base scale is 0 and no factor on lora_B can give a '
+                          'module its trained scale; nothing to fold' % adapter.path)
     versions = [peft_version] if peft_version else adapter.candidates
     factors, ranks = {}, {}
     for module in sorted(adapter.modules):
@@ -133,39 +184,84 @@ def up_to_date(dest, fingerprint):
     return header.metadata.get(PROVENANCE_KEY, '').endswith(fingerprint)
 
 
+def _new_file(path):
+    """A file created new (never through a link or over something already there), for writing."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
+    return os.fdopen(os.open(path, flags, 0o644), 'wb')
+
+
 def write(plan_, dest):
-    """Write the folded adapter next to ``dest`` and move it into place; returns the backup path or None."""
-    adapter = plan_.adapter
+    """Write the folded adapter next to ``dest`` and move it into place; returns the backup path or None.
+
+    FoldProblem says what failed and what is left: nothing (the working directory is removed), or the
+    old ``dest`` put back, or (when even that failed) where the old ``dest`` is."""
     parent = os.path.dirname(os.path.abspath(dest)) or '.'
-    work = tempfile.mkdtemp(prefix='.%s.fold-' % os.path.basename(dest), dir=parent)
     try:
-        # mkdtemp makes the directory 0700; the server that loads the adapter may run as another user,
-        # so it gets the source directory's mode (0755 when that cannot be read).
-        try:
-            os.chmod(work, os.stat(adapter.path).st_mode & 0o7777 or 0o755)
-        except OSError:
-            os.chmod(work, 0o755)
-        for name in sorted(os.listdir(adapter.path)):
-            source = os.path.join(adapter.path, name)
-            if name in (vllm_adapters.CONFIG, vllm_adapters.WEIGHTS) or not os.path.isfile(source):
-                continue
-            filewrite.copy_file(source, os.path.join(work, name))
-        with open(os.path.join(work, vllm_adapters.CONFIG), 'w') as handle:
-            json.dump(plan_.config, handle, indent=2, sort_keys=True)
-            handle.write('\n')
-        _write_weights(plan_, os.path.join(work, vllm_adapters.WEIGHTS))
-        for name in (vllm_adapters.CONFIG, vllm_adapters.WEIGHTS):
-            os.chmod(os.path.join(work, name), 0o644)
-        backup = None
-        if os.path.lexists(dest):
-            # The same backup names as every fix module (filewrite.backup_path).
-            backup = filewrite.backup_path(dest)
-            os.rename(dest, backup)
-        os.rename(work, dest)
-        return backup
-    except Exception:
+        work = tempfile.mkdtemp(prefix='.%s.fold-' % os.path.basename(dest), dir=parent)
+    except OSError as exc:
+        raise FoldProblem('could not create a working directory in %s: %s; nothing was written, %s is unchanged'
+                          % (parent, exc.strerror or exc, dest))
+    try:
+        _fill(plan_, work)
+    except (IOError, OSError, safetensors.SafetensorsProblem) as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        reason = (getattr(exc, 'strerror', None) or exc)
+        raise FoldProblem('could not write the folded adapter in %s: %s; it was removed, %s is unchanged'
+                          % (work, reason, dest))
+    except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
+    backup = None
+    if os.path.lexists(dest):
+        # The same backup names as every fix module (filewrite.backup_path).
+        backup = filewrite.backup_path(dest)
+        try:
+            os.rename(dest, backup)
+        except OSError as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            raise FoldProblem('could not move %s aside to %s: %s; the folded copy was removed, %s is unchanged'
+                              % (dest, backup, exc.strerror or exc, dest))
+    try:
+        os.rename(work, dest)
+    except OSError as exc:
+        reason = exc.strerror or exc
+        if backup is None:
+            shutil.rmtree(work, ignore_errors=True)
+            raise FoldProblem('could not move the folded adapter to %s: %s; it was removed, nothing was changed'
+                              % (dest, reason))
+        try:
+            os.rename(backup, dest)
+        except OSError as again:
+            raise FoldProblem('could not move the folded adapter to %s: %s, nor the old %s back from %s: %s; the old '
+                              'adapter is at %s, the folded one at %s' % (dest, reason, dest, backup,
+                                                                          again.strerror or again, backup, work))
+        shutil.rmtree(work, ignore_errors=True)
+        raise FoldProblem('could not move the folded adapter to %s: %s; the old %s was put back, nothing was changed'
+                          % (dest, reason, dest))
+    return backup
+
+
+def _fill(plan_, work):
+    """The folded adapter's files in the new directory ``work``."""
+    adapter = plan_.adapter
+    # mkdtemp makes the directory 0700; the server that loads the adapter may run as another user,
+    # so it gets the source directory's mode (0755 when that cannot be read).
+    try:
+        os.chmod(work, os.stat(adapter.path).st_mode & 0o7777 or 0o755)
+    except OSError:
+        os.chmod(work, 0o755)
+    for name in sorted(os.listdir(adapter.path)):
+        source = os.path.join(adapter.path, name)
+        if name in (vllm_adapters.CONFIG, vllm_adapters.WEIGHTS) or not os.path.isfile(source):
+            continue
+        filewrite.copy_file(source, os.path.join(work, name))
+    with _new_file(os.path.join(work, vllm_adapters.CONFIG)) as handle:
+        handle.write((json.dumps(plan_.config, indent=2, sort_keys=True) + '\n').encode('utf-8'))
+        handle.flush()
+        os.fsync(handle.fileno())
+    _write_weights(plan_, os.path.join(work, vllm_adapters.WEIGHTS))
+    for name in (vllm_adapters.CONFIG, vllm_adapters.WEIGHTS):
+        os.chmod(os.path.join(work, name), 0o644)
 
 
 def _write_weights(plan_, target):
@@ -175,7 +271,10 @@ def _write_weights(plan_, target):
     order = sorted(header.tensors.values(), key=lambda t: t.begin)
     metadata = dict(header.metadata)
     metadata[PROVENANCE_KEY] = '%s sha256:%s' % (adapter.path, plan_.fingerprint)
-    with open(target, 'wb') as out, open(header.path, 'rb') as source:
+    with _new_file(target) as out, safetensors.open_regular(header.path) as source:
+        # The plan was made from this header: a file changed since then is not folded half old, half new.
+        if source.read(len(header.raw)) != header.raw or os.fstat(source.fileno()).st_size != header.size:
+            raise safetensors.SafetensorsProblem('%s changed after it was read; fold again' % header.path)
         out.write(safetensors.header_bytes([(t.name, t.dtype, t.shape, t.nbytes) for t in order], metadata))
         for tensor in order:
             source.seek(header.data_start + tensor.begin)

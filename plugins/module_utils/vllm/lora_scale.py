@@ -12,7 +12,13 @@ every PyPI wheel 0.6.0 to 0.21.2):
 - 0.14.0: ``get_pattern_key``, the same regex, looked up separately for rank and alpha;
 - 0.15.0 and later: ``(.*\\.)?(<key>)$``, first key in dict order.
 When no key matches, the module's full name is looked up as is, so a full-path key works in
-every version. Scale = alpha / r, or alpha / sqrt(r) with use_rslora (PEFT 0.8.0 and later).
+every version. Keys are matched with re.match as PEFT matches them (peft/utils/other.py 0.21.2
+l.1524-1532 ``re.match(rf"(.*\\.)?({key})$", key_to_match)``; peft/tuners/lora/model.py 0.13.0
+l.188-189 ``re.match(rf".*\\.{key}$", current_key)``), in this process, each match within the time
+left of MATCH_SECONDS per adapter config (KeyMatcher): a key PEFT accepts is judged as PEFT judges
+it, and a key whose matching would backtrack without end (``(a+)+$`` against a long run of ``a``)
+is named instead of hanging the audit.
+Scale = alpha / r, or alpha / sqrt(r) with use_rslora (PEFT 0.8.0 and later).
 From 0.17.0, ``target_parameters`` wraps a module's parameters (fused MoE experts); the patterns
 are matched against ``<module>.<parameter>`` (tuners_utils.py ``_inject_parameters``:
 ``key = f"{module_name}.{param_name}"``, passed as ``current_key``; 0.17.0 l.735-761).
@@ -37,6 +43,11 @@ __metaclass__ = type
 
 import math
 import re
+import signal
+import threading
+import time
+
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 PATTERNS_SINCE = (0, 6, 0)
 RSLORA_SINCE = (0, 8, 0)
@@ -92,16 +103,136 @@ PEFT_FIELDS_SINCE = {
 }
 
 
+# Seconds all pattern matching of one adapter config may take. A legitimate config's keys match its
+# module names in microseconds each (a few hundred keys against a few thousand names: well under 1 s).
+MATCH_SECONDS = 2.0
+# PEFT's two forms of a pattern key (see the module docstring).
+KEY_FORMS = {'suffix': r'.*\.%s$', 'prefix': r'(.*\.)?(%s)$'}
+
+
+class PatternProblem(HostInputError):
+    """A rank_pattern or alpha_pattern key that cannot be matched: it does not compile in PEFT's form, or
+    matching it did not finish within MATCH_SECONDS (catastrophic backtracking)."""
+
+
+class _TimeUp(Exception):
+    pass
+
+
+def _on_alarm(_signum, _frame):
+    raise _TimeUp()
+
+
+def _shown(text, limit=80):
+    text = repr(text)
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+class KeyMatcher(object):
+    """re.match of PEFT's forms of one config's pattern keys against module names: memoised, and all of
+    it within ``seconds``.
+
+    Python's regular expression engine checks for signals while it backtracks (every version from 3.6
+    to 3.13, measured), so each match runs under an interval timer set to the time left (SIGALRM,
+    main thread only: where Ansible runs a module); a match the timer ends is a PatternProblem naming
+    the field, the key and the module name. Keys are matched exactly as PEFT matches them, never
+    rewritten or refused for their shape: a key PEFT accepts is judged."""
+
+    def __init__(self, rank_keys=(), alpha_keys=(), seconds=MATCH_SECONDS):
+        self.fields = {}
+        for field, keys in (('rank_pattern', rank_keys), ('alpha_pattern', alpha_keys)):
+            for key in keys:
+                self.fields[key] = '%s and %s' % (self.fields[key], field) if key in self.fields else field
+        self.seconds = seconds
+        self.left = seconds
+        self.used_up = None     # the PatternProblem that used the time up: every later match repeats it
+        self._compiled = {}
+        self._results = {}
+
+    def compile_all(self):
+        """None, or the first key (as a PatternProblem message) PEFT could not use: a form that does not compile."""
+        for key in self.fields:
+            for form in ('suffix', 'prefix'):
+                try:
+                    self._pattern(form, key)
+                except PatternProblem as problem:
+                    return str(problem)
+        return None
+
+    def _pattern(self, form, key):
+        if (form, key) not in self._compiled:
+            try:
+                self._compiled[(form, key)] = self._timed(lambda: re.compile(KEY_FORMS[form] % key), key, None)
+            except re.error as exc:
+                raise PatternProblem('%s key %s is not a regular expression PEFT can use: %s'
+                                     % (self.fields.get(key, 'pattern'), _shown(key), exc))
+        return self._compiled[(form, key)]
+
+    def matches(self, form, key, name):
+        """Whether PEFT's ``form`` ('suffix' or 'prefix') of ``key`` matches module ``name``."""
+        if (form, key, name) not in self._results:
+            pattern = self._pattern(form, key)
+            self._results[(form, key, name)] = self._timed(lambda: pattern.match(name) is not None, key, name)
+        return self._results[(form, key, name)]
+
+    def _problem(self, key, name):
+        what = 'matching module %s' % _shown(name) if name is not None else 'compiling'
+        return PatternProblem("%s key %s did not finish %s within the %s s all pattern matching of one adapter may "
+                              "take: the regular expression backtracks without end there, as PEFT's own re.match "
+                              'would' % (self.fields.get(key, 'pattern'), _shown(key), what, _seconds(self.seconds)))
+
+    def _timed(self, work, key, name):
+        if self.used_up is not None:
+            raise self.used_up
+        if self.left <= 0:
+            self.used_up = PatternProblem('matching the %d rank_pattern and alpha_pattern keys against the module names '
+                                          'took longer than %s s in all (stopped before %s key %s)' % (
+                                              len(self.fields), _seconds(self.seconds), self.fields.get(key, 'pattern'),
+                                              _shown(key)))
+            raise self.used_up
+        if threading.current_thread() is not threading.main_thread():
+            raise PatternProblem('%s key %s cannot be matched with a time limit outside the main thread'
+                                 % (self.fields.get(key, 'pattern'), _shown(key)))
+        previous = signal.signal(signal.SIGALRM, _on_alarm)
+        started = time.monotonic()
+        outer = (0, 0)
+        timed_out = False
+        try:
+            try:
+                outer = signal.setitimer(signal.ITIMER_REAL, self.left)
+                result = work()
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        except _TimeUp:
+            timed_out = True
+        finally:
+            signal.signal(signal.SIGALRM, previous)
+            elapsed = time.monotonic() - started
+            self.left -= elapsed
+            if outer[0]:
+                # Someone else's timer was running: give it back what is left of it.
+                signal.setitimer(signal.ITIMER_REAL, max(outer[0] - elapsed, 0.001), outer[1])
+        if timed_out:
+            self.used_up = self._problem(key, name)
+            raise self.used_up
+        return result
+
+
+def _seconds(value):
+    return ('%g' % value)
+
+
 class AdapterConfig(object):
     """The fields of adapter_config.json the scales depend on, checked."""
 
-    def __init__(self, r, alpha, use_rslora, rank_pattern, alpha_pattern, target_parameters=()):
+    def __init__(self, r, alpha, use_rslora, rank_pattern, alpha_pattern, target_parameters=(), seconds=MATCH_SECONDS):
         self.r = r
         self.alpha = alpha
         self.use_rslora = use_rslora
         self.rank_pattern = rank_pattern
         self.alpha_pattern = alpha_pattern
         self.target_parameters = tuple(target_parameters or ())
+        self.matcher = KeyMatcher(rank_pattern, alpha_pattern, seconds)
 
 
 class PeftRange(object):
@@ -140,8 +271,9 @@ def _number(value):
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def parse_config(data):
-    """(AdapterConfig, None) or (None, what is wrong)."""
+def parse_config(data, seconds=MATCH_SECONDS):
+    """(AdapterConfig, None) or (None, what is wrong). ``seconds``: the time all pattern matching of
+    this config may take (KeyMatcher)."""
     if not isinstance(data, dict):
         return None, 'adapter_config.json is not a JSON object'
     r, alpha = data.get('r'), data.get('lora_alpha')
@@ -156,17 +288,16 @@ def parse_config(data):
         if not isinstance(value, dict) or not all(isinstance(k, str) and check(v) for k, v in value.items()):
             return None, '%s is not a map of module patterns to %s' % (
                 field, 'positive whole numbers' if field == 'rank_pattern' else 'numbers')
-        for key in value:
-            try:
-                re.compile(key)
-            except re.error as exc:
-                return None, '%s key %r is not a regular expression PEFT can use: %s' % (field, key, exc)
         patterns.append(value)
     target_parameters = data.get('target_parameters') or []
     if not isinstance(target_parameters, list) or not all(isinstance(t, str) for t in target_parameters):
         return None, 'target_parameters is not a list of parameter names'
-    return AdapterConfig(r, float(alpha), bool(data.get('use_rslora')), patterns[0], patterns[1],
-                         target_parameters), None
+    config = AdapterConfig(r, float(alpha), bool(data.get('use_rslora')), patterns[0], patterns[1],
+                           target_parameters, seconds)
+    problem = config.matcher.compile_all()
+    if problem:
+        return None, problem
+    return config, None
 
 
 def infer_peft_range(data, recorded_version):
@@ -219,12 +350,12 @@ def rule_name(version):
     }[lookup]
 
 
-def _suffix(key, name):
-    return re.match(r'.*\.%s$' % key, name) is not None
+def _suffix(config, key, name):
+    return config.matcher.matches('suffix', key, name)
 
 
-def _optional_prefix(key, name):
-    return re.match(r'(.*\.)?(%s)$' % key, name) is not None
+def _optional_prefix(config, key, name):
+    return config.matcher.matches('prefix', key, name)
 
 
 def peft_match_names(config, module):
@@ -263,11 +394,11 @@ def peft_rank_alpha(config, name, version):
         return config.r, config.alpha
     if version < SEPARATE_LOOKUP_SINCE:
         keys = list(config.rank_pattern) + list(config.alpha_pattern)
-        found = next((k for k in keys if _suffix(k, name)), name)
+        found = next((k for k in keys if _suffix(config, k, name)), name)
         return config.rank_pattern.get(found, config.r), config.alpha_pattern.get(found, config.alpha)
     match = _suffix if version < OPTIONAL_PREFIX_SINCE else _optional_prefix
-    rank_key = next((k for k in config.rank_pattern if match(k, name)), name)
-    alpha_key = next((k for k in config.alpha_pattern if match(k, name)), name)
+    rank_key = next((k for k in config.rank_pattern if match(config, k, name)), name)
+    alpha_key = next((k for k in config.alpha_pattern if match(config, k, name)), name)
     return config.rank_pattern.get(rank_key, config.r), config.alpha_pattern.get(alpha_key, config.alpha)
 
 
@@ -309,8 +440,8 @@ def vllm_scale(config, module, version):
             return config.alpha / config.r
         return _scale(config.alpha, config.r, rslora)
     name = vllm_pattern_name(module)
-    rank = next((v for k, v in config.rank_pattern.items() if _optional_prefix(k, name)), config.r)
-    alpha = next((v for k, v in config.alpha_pattern.items() if _optional_prefix(k, name)), config.alpha)
+    rank = next((v for k, v in config.rank_pattern.items() if _optional_prefix(config, k, name)), config.r)
+    alpha = next((v for k, v in config.alpha_pattern.items() if _optional_prefix(config, k, name)), config.alpha)
     return _scale(alpha, rank, rslora)
 
 

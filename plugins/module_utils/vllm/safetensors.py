@@ -5,8 +5,15 @@
 
 A file is an 8-byte little-endian header length, a JSON header (tensor name -> dtype, shape,
 data_offsets relative to the end of the header; ``__metadata__`` -> str map), then the data.
-Everything the header claims is checked against the file before it is used, so a truncated
-or hostile file is a SafetensorsProblem naming the file, never a traceback or a huge read.
+Everything the header claims is checked before it is used, with the rules safetensors itself
+applies when it loads a file (safetensors/src/tensor.rs @ v0.8.0-rc.0, ``read_metadata`` l.382-417
+and ``Metadata::validate`` l.619-656; the same since v0.4.0): the header at most 100,000,000 bytes
+and inside the file, UTF-8 JSON, a known dtype, ``__metadata__`` a map of strings, the tensors
+sorted by their offsets covering the data exactly (each starts where the one before it ends, no
+overlap, no gap, nothing after the last one), and each tensor's size its shape times its dtype.
+A file safetensors refuses to load is a SafetensorsProblem naming the file, never a traceback, a
+huge read or a hang: files are opened without blocking and must be regular files (a named pipe
+where a shard should be would block an open() forever).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,21 +24,49 @@ import array
 import json
 import math
 import os
+import stat
 import struct
 import sys
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 # safetensors refuses headers above 100 MB (safetensors/src/tensor.rs MAX_HEADER_SIZE).
 MAX_HEADER_BYTES = 100 * 1000 * 1000
-ITEM_SIZES = {'BOOL': 1, 'U8': 1, 'I8': 1, 'F8_E4M3': 1, 'F8_E5M2': 1, 'I16': 2, 'U16': 2, 'F16': 2, 'BF16': 2,
-              'I32': 4, 'U32': 4, 'F32': 4, 'I64': 8, 'U64': 8, 'F64': 8}
+# A header is {name: {dtype, shape: [...], data_offsets: [...]}, __metadata__: {str: str}}: three levels.
+# Anything deeper is refused by safetensors' typed parse anyway; the bound keeps json.loads from recursing.
+MAX_HEADER_DEPTH = 8
+# Bits per element of every dtype safetensors knows (tensor.rs Dtype::bitsize, l.859-884); any other
+# dtype is an "unknown variant" it refuses.
+ITEM_BITS = {'F4': 4, 'F6_E3M2': 6, 'F6_E2M3': 6, 'BOOL': 8, 'U8': 8, 'I8': 8, 'F8_E5M2': 8, 'F8_E4M3': 8,
+             'F8_E8M0': 8, 'F8_E4M3FNUZ': 8, 'F8_E5M2FNUZ': 8, 'I16': 16, 'U16': 16, 'I32': 32, 'U32': 32, 'I64': 64,
+             'U64': 64, 'F16': 16, 'BF16': 16, 'F32': 32, 'F64': 64, 'C64': 64}
+# safetensors computes sizes in usize (checked_mul): a product beyond 64 bits is ValidationOverflow.
+USIZE_LIMIT = 2 ** 64
 SCALABLE = ('F32', 'F16', 'BF16')
 COPY_CHUNK = 1 << 20
 
 
 class SafetensorsProblem(HostInputError):
     pass
+
+
+def open_regular(path):
+    """A binary file object for ``path``, opened without blocking and only when it is a regular file.
+    SafetensorsProblem names the file and what it is otherwise (a named pipe, a directory...)."""
+    flags = os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0) | getattr(os, 'O_CLOEXEC', 0)
+    try:
+        fd = os.open(path, flags)
+    except (IOError, OSError) as exc:
+        raise SafetensorsProblem('%s: %s' % (path, exc.strerror or exc))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise SafetensorsProblem('%s is %s, not a regular file; not read' % (path, hostio.file_kind(mode)))
+        return os.fdopen(fd, 'rb')
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class Tensor(object):
@@ -62,7 +97,7 @@ class Header(object):
 def read_header(path):
     """Parse and check the header of ``path``; SafetensorsProblem says what is wrong."""
     try:
-        with open(path, 'rb') as handle:
+        with open_regular(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             prefix = handle.read(8)
             if len(prefix) < 8:
@@ -74,47 +109,90 @@ def read_header(path):
             body = handle.read(length)
     except (IOError, OSError) as exc:
         raise SafetensorsProblem('%s: %s' % (path, exc.strerror or exc))
+    if len(body) != length:
+        raise SafetensorsProblem('%s: the header is cut short (%d of %d bytes)' % (path, len(body), length))
     try:
-        parsed = json.loads(body.decode('utf-8'))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise SafetensorsProblem('%s: the header is not JSON (%s)' % (path, str(exc)[:80]))
+        text = body.decode('utf-8')
+    except UnicodeDecodeError as exc:
+        raise SafetensorsProblem('%s: the header is not UTF-8 (byte %d)' % (path, exc.start))
+    try:
+        parsed = bounded_json.loads(text, 'the header', max_depth=MAX_HEADER_DEPTH, max_bytes=MAX_HEADER_BYTES)
+    except bounded_json.JsonInputError as exc:
+        raise SafetensorsProblem('%s: %s' % (path, exc))
     if not isinstance(parsed, dict):
         raise SafetensorsProblem('%s: the header is not a JSON object' % path)
     data_start = 8 + length
     data_size = size - data_start
-    metadata = parsed.pop('__metadata__', None) or {}
-    if not isinstance(metadata, dict):
-        raise SafetensorsProblem('%s: __metadata__ is not an object' % path)
+    metadata = parsed.pop('__metadata__', None)
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values()):
+        raise SafetensorsProblem('%s: __metadata__ is not a map of strings' % path)
     tensors = {}
     for name, entry in parsed.items():
         tensors[name] = _tensor(path, name, entry, data_size)
+    _check_layout(path, tensors, data_size)
     return Header(path, prefix + body, tensors, metadata, data_start, size)
+
+
+def _whole(value):
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < USIZE_LIMIT
 
 
 def _tensor(path, name, entry, data_size):
     if not isinstance(entry, dict):
         raise SafetensorsProblem('%s: tensor %s is not an object' % (path, name))
     dtype, shape, offsets = entry.get('dtype'), entry.get('shape'), entry.get('data_offsets')
-    if not isinstance(dtype, str) or not isinstance(shape, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-        raise SafetensorsProblem('%s: tensor %s has no valid dtype and shape' % (path, name))
-    if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
-            and 0 <= offsets[0] <= offsets[1] <= data_size):
-        raise SafetensorsProblem('%s: tensor %s points outside the file (data_offsets %r, %d data bytes)'
-                                 % (path, name, offsets, data_size))
-    count = 1
+    if not isinstance(dtype, str) or dtype not in ITEM_BITS:
+        raise SafetensorsProblem('%s: tensor %s has dtype %s, which safetensors does not know'
+                                 % (path, name, shown(dtype)))
+    if not isinstance(shape, list) or not all(_whole(d) for d in shape):
+        raise SafetensorsProblem('%s: tensor %s has shape %s, not a list of whole numbers' % (path, name, shown(shape)))
+    if not (isinstance(offsets, list) and len(offsets) == 2 and all(_whole(o) for o in offsets)
+            and offsets[0] <= offsets[1] <= data_size):
+        raise SafetensorsProblem('%s: tensor %s points outside the file (data_offsets %s, %d data bytes)'
+                                 % (path, name, shown(offsets), data_size))
+    bits = ITEM_BITS[dtype]
     for dim in shape:
-        count *= dim
-    if dtype in ITEM_SIZES and count * ITEM_SIZES[dtype] != offsets[1] - offsets[0]:
-        raise SafetensorsProblem('%s: tensor %s is %s %r (%d bytes) but its data is %d bytes'
-                                 % (path, name, dtype, shape, count * ITEM_SIZES[dtype], offsets[1] - offsets[0]))
+        bits *= dim
+        if bits >= USIZE_LIMIT:
+            raise SafetensorsProblem('%s: tensor %s has shape %s, too large for safetensors to size'
+                                     % (path, name, shown(shape)))
+    if bits % 8:
+        raise SafetensorsProblem('%s: tensor %s is %s %s, which does not end on a byte boundary'
+                                 % (path, name, dtype, shown(shape)))
+    if bits // 8 != offsets[1] - offsets[0]:
+        raise SafetensorsProblem('%s: tensor %s is %s %s (%d bytes) but its data is %d bytes'
+                                 % (path, name, dtype, shown(shape), bits // 8, offsets[1] - offsets[0]))
     return Tensor(name, dtype, shape, offsets[0], offsets[1])
+
+
+def _check_layout(path, tensors, data_size):
+    """safetensors' Metadata::validate: sorted by (start, end), each tensor starts where the one before
+    ends (so none overlaps another and no bytes lie between them), and the last one ends the file."""
+    end = 0
+    for tensor in sorted(tensors.values(), key=lambda t: (t.begin, t.end)):
+        if tensor.begin != end:
+            raise SafetensorsProblem('%s: tensor %s starts at byte %d of the data, not at %d where the tensor before it '
+                                     'ends (%s); safetensors refuses the file' % (
+                                         path, tensor.name, tensor.begin, end,
+                                         'they overlap' if tensor.begin < end else 'a gap'))
+        end = tensor.end
+    if end != data_size:
+        raise SafetensorsProblem('%s: the tensors cover %d of the %d data bytes; safetensors refuses a file they do '
+                                 'not cover exactly' % (path, end, data_size))
+
+
+def shown(value):
+    """A value for a message, at most 60 characters (a header may hold a million-element shape)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + '...'
 
 
 def read_bytes(header, tensor, offset=0, length=None):
     """Up to ``length`` bytes of a tensor's data from ``offset`` (bounded by the tensor)."""
     length = tensor.nbytes - offset if length is None else min(length, tensor.nbytes - offset)
-    with open(header.path, 'rb') as handle:
+    with open_regular(header.path) as handle:
         handle.seek(header.data_start + tensor.begin + offset)
         data = handle.read(max(0, length))
     if len(data) != max(0, length):

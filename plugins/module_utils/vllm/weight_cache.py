@@ -32,6 +32,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json
 import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
@@ -72,18 +74,20 @@ def loader_extra_config(entry):
     if not raw:
         return {}, None
     try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}, '--model-loader-extra-config is not JSON: %s' % raw[:80]
+        value = bounded_json.loads(raw, '--model-loader-extra-config')
+    except bounded_json.JsonInputError as exc:
+        return {}, str(exc)
     if not isinstance(value, dict):
         return {}, '--model-loader-extra-config is not a JSON object'
     return value, problem
 
 
 def _json_or_text(text):
+    """A command-line value as vLLM's argparse types read it: JSON when it parses, else the text. A value
+    too deep or too large for bounded_json stays text (compared as such, never walked)."""
     try:
-        return json.loads(text)
-    except ValueError:
+        return bounded_json.loads(text, 'a command-line value')
+    except bounded_json.JsonInputError:
         return text
 
 
@@ -261,6 +265,14 @@ def _kernel(side, name):
     return found if found is not None else 'auto'
 
 
+def _architectures(value):
+    """config.json's ``architectures`` as the key's text: the names of a list, else what the value is (a
+    config transformers would refuse: both sides holding it is still the same value)."""
+    if isinstance(value, list):
+        return ','.join(a for a in value if isinstance(a, str))
+    return '' if value is None else 'not a list: %s' % json.dumps(value, sort_keys=True)[:80]
+
+
 def compare_keys(engine, daemon):
     """[(field, verdict, why)] for every field of the engine's release's WeightCacheKey."""
     # Without a version the fields of the newest release are compared (a superset of the older ones).
@@ -274,7 +286,7 @@ def compare_keys(engine, daemon):
     ours, theirs = engine.fingerprint or engine.model, daemon.fingerprint or daemon.model
     rows.append(('checkpoint', _plain(ours, theirs), 'header fingerprint %s / %s' % (
         (engine.fingerprint or engine.model or '')[:12], (daemon.fingerprint or daemon.model or '')[:12])))
-    arch = [','.join(a for a in side.config.get('architectures') or [] if isinstance(a, str)) for side in (engine, daemon)]
+    arch = [_architectures(side.config.get('architectures')) for side in (engine, daemon)]
     rows.append(('model_arch', _plain(*arch), '%s / %s' % tuple(arch)))
     tp = [side.int_value('--tensor-parallel-size', 1) for side in (engine, daemon)]
     rows.append(('tp_size', _plain(*tp), '%s / %s' % tuple(tp)))
