@@ -32,7 +32,9 @@ stores (config blob, layers, GGUF keys), and the stand-in derives what the API s
 Simplified on purpose: capabilities are ``completion`` (or ``embedding`` alone for an embedding
 model) plus ``thinking`` when ``thinking`` is set, on /api/tags and /api/show alike; PARAMETER
 values and the ``parameters`` text are written plainly ("num_ctx 8192"). Misbehaviours on request:
-slow, HTTP 500, non-JSON, a model deleted between /api/tags and /api/show.
+slow, HTTP 500, non-JSON, a model deleted between /api/tags and /api/show, an /api/create that fails for
+one model (``fail_create``: name -> (status, error)), and one that loses a model's system prompt
+(``lossy_create``: names) as a broken proxy or a buggy build could.
 """
 import json
 import re
@@ -120,6 +122,8 @@ class OllamaStandIn:
         self.shown = []           # every /api/show model, in order
         self.creates = []         # every /api/create body, in order
         self.token = None         # a bearer token /api/create requires, when set
+        self.fail_create = {}     # model -> (status, error): /api/create of it answers that, changing nothing
+        self.lossy_create = set()  # models whose /api/create drops the system prompt
         stand_in = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -322,15 +326,23 @@ class OllamaStandIn:
         """/api/create from an existing model: FROM keeps its config, the given keys override it."""
         if self.token and authorization != 'Bearer %s' % self.token:
             return 401, {'error': 'unauthorized'}
+        if body.get('model') in self.fail_create:
+            return self.fail_create[body['model']]
         base = self.models.get(body.get('from'))
         if base is None:
             return 404, {'error': "model '%s' not found" % body.get('from')}
         created = dict(base)
-        for key in ('renderer', 'parser', 'system', 'template', 'license', 'messages'):
+        # create.go @ v0.33.0-rc2 l.66-67 and l.169-173: an empty renderer or parser keeps the base model's.
+        for key in ('renderer', 'parser'):
+            if body.get(key):
+                created[key] = body[key]
+        for key in ('system', 'template', 'license', 'messages'):
             if body.get(key) is not None:
                 created[key] = body[key]
         if body.get('parameters') is not None:
             created['parameters'] = dict(body['parameters'])
+        if body.get('model') in self.lossy_create:
+            created.pop('system', None)
         created['blob'] = '%04x' % (len(self.creates) + 1)
         self.creates.append(body)
         self.models[body['model']] = created
@@ -361,6 +373,86 @@ class OllamaStandIn:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+# --- answers as data, for servers that misbehave on purpose ----------------------------------------
+
+def recorded_answers(models, version='0.33.0-rc2'):
+    """What a stand-in with ``models`` answers, as plain data a scripted server can serve and a test can
+    spoil: {'version': ..., 'tags': ..., 'show': {model: ...}, 'chat': {model: ...}}."""
+    standin = OllamaStandIn(version, models)
+    try:
+        schema = {'properties': {'zeta_colour': {}, 'alpha_animal': {}}}
+        return {'version': {'version': version},
+                'tags': {'models': [standin.tag(name) for name in standin.models]},
+                'show': dict((name, standin.show(name)) for name in standin.models),
+                'chat': dict((name, standin.chat({'model': name, 'format': schema, 'think': True,
+                                                  'options': {'seed': 1}})[1]) for name in standin.models)}
+    finally:
+        standin.close()
+
+
+class ScriptedOllama:
+    """A loopback server answering ``answers`` (as recorded_answers() gives them, by path and, for
+    /api/show and /api/chat, by model): an answer is JSON data, raw bytes, or a hostile behaviour of
+    tests/hostile_servers.py (silent, trickling...). ``answers`` may be replaced between runs;
+    ``asked`` lists (path, model) of every request."""
+
+    def __init__(self, answers):
+        import hostile_servers
+        self.hs = hostile_servers
+        self.answers = answers
+        self.asked = []
+        self.server = hostile_servers.MisbehavingServer(self._behaviour)
+        self.url = self.server.url
+
+    def _behaviour(self, connection, stop):
+        connection.settimeout(5)
+        seen = b''
+        while b'\r\n' not in seen:
+            seen = connection.recv(65536, 2)  # MSG_PEEK: the request line, left for the behaviour to read
+            if not seen:
+                return None
+        path = seen.split(b' ')[1].decode('latin-1')
+        request = None
+        if path in ('/api/show', '/api/chat'):
+            request = self.hs.read_request(connection)
+            model = json.loads(request.partition(b'\r\n\r\n')[2] or b'{}').get('model')
+            self.asked.append((path, model))
+            answer = self.answers[path[5:]].get(model, (404, {'error': "model '%s' not found" % model}))
+        else:
+            self.asked.append((path, None))
+            answer = self.answers.get(path[5:], (404, {'error': 'not found'}))
+        if isinstance(answer, tuple):
+            answer = self.hs.answer(json.dumps(answer[1]).encode(), status=answer[0])
+        elif not callable(answer):
+            answer = self.hs.answer(answer if isinstance(answer, bytes) else json.dumps(answer).encode())
+        # A request read already (to find its model) is replayed to the behaviour, which reads it again.
+        return answer(_Replayed(connection, request) if request is not None else connection, stop)
+
+    def close(self):
+        self.server.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _Replayed:
+    def __init__(self, connection, request):
+        self.connection, self.request = connection, request
+
+    def recv(self, size, *flags):
+        data, self.request = self.request[:size], self.request[size:]
+        return data
+
+    def settimeout(self, value):
+        self.connection.settimeout(value)
+
+    def sendall(self, data):
+        self.connection.sendall(data)
 
 
 def main(argv):

@@ -117,9 +117,9 @@ def _connect(url, scheme, addresses, deadline, timeout):
     raise ProbeFailure('%s cannot be reached: %s' % (url, _one_line(problem)), unreachable=True)
 
 
-def request_json(url, method='GET', body=None, timeout=10.0, headers=None):
+def request_json(url, method='GET', body=None, timeout=10.0, headers=None, max_bytes=MAX_REPLY_BYTES):
     """Send one request to a loopback URL; return (status, decoded JSON). ``timeout`` bounds the
-    whole request: connecting, the reply's headers and its body together."""
+    whole request: connecting, the reply's headers and its body together; ``max_bytes`` the reply."""
     # Imported here: http.client, and what it imports, is the largest import a request needs, and
     # only opt-in probes and hosts that run Ollama send one.
     from ansible.module_utils.six.moves import http_client
@@ -138,7 +138,7 @@ def request_json(url, method='GET', body=None, timeout=10.0, headers=None):
     sock = _connect(url, scheme, addresses, deadline, timeout)
     try:
         status, _reason, raw = deadline_http.exchange(sock, host_header, method, target, data, send_headers,
-                                                      MAX_REPLY_BYTES)
+                                                      max_bytes)
     except socket.timeout:
         raise ProbeFailure('%s did not answer within %.1f s' % (url, timeout), finding_status='unknown')
     except http_client.HTTPException as exc:
@@ -148,10 +148,10 @@ def request_json(url, method='GET', body=None, timeout=10.0, headers=None):
     if not 200 <= status < 300:
         detail = _one_line(raw[:512].decode('utf-8', 'replace'))
         raise ProbeFailure('%s answered HTTP %s%s' % (url, status, (': ' + detail) if detail else ''), status)
-    if len(raw) > MAX_REPLY_BYTES:
-        raise ProbeFailure('%s answered more than %d bytes' % (url, MAX_REPLY_BYTES), status)
+    if len(raw) > max_bytes:
+        raise ProbeFailure('%s answered more than %d bytes' % (url, max_bytes), status)
     try:
-        return status, bounded_json.loads(raw, url, max_bytes=MAX_REPLY_BYTES)
+        return status, bounded_json.loads(raw, url, max_bytes=max_bytes)
     except bounded_json.JsonInputError as exc:
         if exc.kind == 'syntax':
             raise ProbeFailure('%s did not answer JSON: %s' % (url, exc.detail), status)

@@ -22,6 +22,12 @@ description:
     C(unknown renderer)).
   - Check mode (with diff) shows each model's Modelfile before and after and changes nothing.
   - Talks only to a loopback address of the host it runs on.
+  - Every model that will change is backed up (I(backup)) before the first one is re-created; a backup that cannot
+    be written (a read-only or full filesystem, a I(backup_dir) that is a file) stops the run with nothing changed.
+    Models are then re-created one at a time, each read back and verified. Models are independent, so one that was
+    re-created and verified stays pinned when a later one fails; a model that was re-created but lost a field is
+    re-created again as it was. A failure names the model and says which models were already re-created (with
+    their backups), what was put back or could not be, and which were not attempted.
 options:
   url:
     description: Ollama's address on the host.
@@ -41,7 +47,9 @@ options:
     default: gemma4-large
     choices: [gemma4-large, gemma4-small]
   timeout:
-    description: Seconds one request may take (C(/api/create) copies no weights; it writes a new manifest).
+    description:
+      - Seconds one request may take, connecting, the reply's headers and its body together (C(/api/create) copies
+        no weights; it writes a new manifest). 1 to 3600.
     type: int
     default: 120
   backup:
@@ -118,118 +126,12 @@ ollama_version:
   type: str
 '''
 
-import json
-import os
-import re
-
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http, registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
-from ansible_collections.homelab.postmortem.plugins.module_utils.filewrite import write_all
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
+from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer_fix
 
-KEPT = ('system', 'template', 'parameters', 'license', 'messages')
-
-
-def pinned_modelfile(modelfile, renderer):
-    """The Modelfile text with RENDERER set and PARSER gemma4 present (other lines untouched)."""
-    out, seen = [], set()
-    for line in str(modelfile or '').splitlines():
-        word = line.strip().split(None, 1)[0].upper() if line.strip() else ''
-        seen.add(word)
-        out.append('RENDERER %s' % renderer if word == 'RENDERER' else line)
-    if 'RENDERER' not in seen:
-        out.append('RENDERER %s' % renderer)
-    if 'PARSER' not in seen:
-        out.append('PARSER gemma4')
-    return '\n'.join(out) + '\n'
-
-
-def parameters_dict(text):
-    """/api/show's parameters text ("num_ctx 8192", 'stop "<turn|>"') as /api/create wants them."""
-    found = {}
-    for line in str(text or '').splitlines():
-        words = line.strip().split(None, 1)
-        if len(words) != 2:
-            continue
-        key, raw = words[0], words[1].strip()
-        value = raw[1:-1] if len(raw) >= 2 and raw[0] == raw[-1] == '"' else raw
-        for kind in (int, float):
-            try:
-                value = kind(value)
-                break
-            except ValueError:
-                continue
-        if key in found:
-            found[key] = (found[key] if isinstance(found[key], list) else [found[key]]) + [value]
-        else:
-            found[key] = [value] if key == 'stop' else value
-    return found
-
-
-class Pinner(object):
-    def __init__(self, module):
-        self.module = module
-        self.params = module.params
-        self.settings = {'url': self.params['url'], 'timeout': self.params['timeout']}
-
-    def call(self, path, body=None):
-        headers = {'Authorization': 'Bearer %s' % self.params['token']} if self.params['token'] and path == '/api/create' else None
-        url = self.params['url'].rstrip('/') + path
-        return loopback_http.request_json(url, method='POST' if body is not None else 'GET', body=body,
-                                          timeout=self.params['timeout'], headers=headers)[1]
-
-    def targets(self):
-        if self.params['models']:
-            return list(self.params['models'])
-        ctx = AuditContext(settings=registry.validate_settings({'ollama_gemma4_renderer': {'url': self.params['url']}}))
-        finding = registry.run_one(ctx, ollama_gemma4_renderer)
-        if finding['status'] in ('error', 'unknown'):
-            self.module.fail_json(msg='the detection could not read Ollama: %s' % finding['summary'])
-        return [i['evidence']['model'] for i in finding['evidence'].get('instances', []) if i['status'] == 'affected']
-
-    def backup(self, name, show):
-        directory = self.params['backup_dir']
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        # The same time stamp as every fix module's backups (filewrite.backup_path): sortable, UTC.
-        stem = filewrite.backup_path(os.path.join(directory, re.sub(r'[^A-Za-z0-9._-]', '_', name)))[:-len(filewrite.BACKUP_SUFFIX)]
-        write_all(self.module, [(stem + '.Modelfile', None, show.get('modelfile') or ''),
-                                (stem + '.show.json', None, json.dumps(show, indent=1, sort_keys=True) + '\n')], False)
-        return stem + '.Modelfile'
-
-    def pin(self, name, renderer):
-        show = self.call('/api/show', {'model': name})
-        before = gemma4.stored_renderer(show.get('modelfile'))
-        entry = {'model': name, 'before_renderer': before, 'after_renderer': before, 'changed': False}
-        if before == renderer:
-            return entry, None
-        after_text = pinned_modelfile(show.get('modelfile'), renderer)
-        diff = {'before_header': name, 'after_header': name, 'before': show.get('modelfile') or '', 'after': after_text}
-        entry.update(changed=True, after_renderer=renderer)
-        if self.module.check_mode:
-            return entry, diff
-        if self.params['backup']:
-            entry['backup'] = self.backup(name, show)
-        body = {'model': name, 'from': name, 'renderer': renderer, 'parser': 'gemma4', 'stream': False}
-        for key in ('system', 'template', 'license'):
-            if show.get(key):
-                body[key] = show[key]
-        if show.get('messages'):
-            body['messages'] = show['messages']
-        if show.get('parameters'):
-            body['parameters'] = parameters_dict(show['parameters'])
-        self.call('/api/create', body)
-        again = self.call('/api/show', {'model': name})
-        stored = gemma4.stored_renderer(again.get('modelfile'))
-        lost = [key for key in KEPT if (show.get(key) or None) != (again.get(key) or None)]
-        if stored != renderer or lost:
-            raise loopback_http.ProbeFailure('%s was re-created but %s' % (
-                name, 'its stored renderer is %s' % stored if stored != renderer else 'its %s changed' % ', '.join(lost)))
-        return entry, diff
+MAX_TIMEOUT = 3600
 
 
 def main():
@@ -245,24 +147,31 @@ def main():
         ),
         supports_check_mode=True,
     )
-    pinner = Pinner(module)
-    results, diffs = [], []
+    params = module.params
+    if not 1 <= params['timeout'] <= MAX_TIMEOUT:
+        module.fail_json(msg='timeout must be 1 to %d seconds, got %d' % (MAX_TIMEOUT, params['timeout']), models=[])
+    client = renderer_fix.Client(params['url'], params['timeout'], params['token'])
+    version_text, plans = None, []
     try:
-        version_text = (pinner.call('/api/version') or {}).get('version')
-        version = gemma4.version_tuple(version_text)
-        if version is None or version < (0, 21, 0):
-            module.fail_json(msg='Ollama %s cannot pin a renderer: gemma4-small/-large exist from 0.21.0 on; '
-                                 'upgrade Ollama first' % version_text, ollama_version=version_text, models=[])
-        for name in pinner.targets():
-            entry, diff = pinner.pin(name, module.params['renderer'])
-            results.append(entry)
-            if diff:
-                diffs.append(diff)
+        version_text = client.version()
+        refused = renderer_fix.check_version(version_text)
+        if refused:
+            module.fail_json(msg=refused, ollama_version=version_text, models=[])
+        names = params['models'] or renderer_fix.affected_models(params['url'], params['timeout'])
+        plans = renderer_fix.plan(client, names, params['renderer'])
+        if not module.check_mode:
+            if params['backup'] and any(p.changed for p in plans):
+                renderer_fix.write_backups(plans, params['backup_dir'])
+            renderer_fix.apply(client, plans)
     except loopback_http.ProbeFailure as exc:
-        module.fail_json(msg=str(exc), models=results)
-    result = dict(changed=any(r['changed'] for r in results), models=results, ollama_version=version_text)
-    if module._diff and diffs:
-        result['diff'] = diffs
+        # Raised before any model is re-created: apply() turns its own failures into FixFailed.
+        module.fail_json(msg='%s; nothing was changed' % exc, ollama_version=version_text,
+                         models=[p.entry() for p in plans])
+    except renderer_fix.FixFailed as exc:
+        module.fail_json(msg=str(exc), ollama_version=version_text, models=exc.models or [p.entry() for p in plans])
+    result = dict(changed=any(p.changed for p in plans), models=[p.entry() for p in plans], ollama_version=version_text)
+    if module._diff and result['changed']:
+        result['diff'] = [p.diff() for p in plans if p.changed]
     module.exit_json(**result)
 
 

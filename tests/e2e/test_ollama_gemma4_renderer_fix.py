@@ -64,3 +64,30 @@ def test_a_wrong_token_and_an_old_ollama_fail_clearly(tmp_path, standin):
     standin.version = '0.20.7'
     proc = run_module(tmp_path, MODULE, {'url': standin.url})
     assert 'gemma4-small/-large exist from 0.21.0 on' in proc.stdout and standin.creates == []
+
+
+def test_a_failure_on_the_second_model_says_what_was_already_re_created(tmp_path, standin):
+    """Through Ansible, the failed task's message: the model that failed, the one re-created before it
+    (with its backup), and that nothing else changed."""
+    standin.models['other:latest'] = dict(gemma4('11.9B'), system='Be brief.')
+    standin.fail_create['other:latest'] = (500, {'error': 'write /root/.ollama/models/manifests: no space left'})
+    proc = run_module(tmp_path, MODULE, {'url': standin.url, 'backup_dir': str(tmp_path / 'bk'),
+                                         'models': ['mygemma:latest', 'other:latest', 'gemma4:e4b']})
+    assert 'FAILED' in proc.stdout, proc.stdout
+    result = result_of(proc)
+    assert result['msg'].startswith('could not pin model other:latest: /api/create failed: '), result['msg']
+    assert 'other:latest: it is unchanged' in result['msg']
+    assert ('already re-created with RENDERER gemma4-large and verified, and left so: mygemma:latest (backup %s'
+            % (tmp_path / 'bk')) in result['msg']
+    assert result['msg'].endswith('not attempted: gemma4:e4b')
+    assert 'RENDERER gemma4-large' in standin.show('mygemma:latest')['modelfile']
+    assert 'RENDERER gemma4\n' in standin.show('other:latest')['modelfile']
+
+
+def test_a_backup_dir_that_is_a_file_fails_cleanly(tmp_path, standin):
+    (tmp_path / 'bk').write_text('not a directory')
+    proc = run_module(tmp_path, MODULE, {'url': standin.url, 'backup_dir': str(tmp_path / 'bk')})
+    assert 'FAILED' in proc.stdout, proc.stdout
+    result = result_of(proc)
+    assert result['msg'] == 'backup_dir %s is a regular file, not a directory; nothing was changed' % (tmp_path / 'bk')
+    assert 'Traceback' not in proc.stdout + proc.stderr and standin.creates == []

@@ -18,10 +18,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
@@ -67,14 +66,16 @@ PROMPTS = ('What is the capital of France?', 'How many legs does a spider have?'
 
 
 def _holds(content):
+    if not isinstance(content, str):
+        return False
     try:
-        data = json.loads(content or '')
-    except (TypeError, ValueError):
+        data = bounded_json.loads(content, 'the reply')
+    except bounded_json.JsonInputError:
         return False
     return isinstance(data, dict) and isinstance(data.get('answer'), str)
 
 
-def _probe(settings, model):
+def _probe(server, settings, model):
     counts = {'requests': 0, 'skipped_thinking': 0, 'broke_schema_without_thinking': 0, 'broke_schema_with_thinking': 0}
     examples = []
     for prompt in PROMPTS:
@@ -82,19 +83,17 @@ def _probe(settings, model):
             body = {'model': model, 'stream': False, 'think': True, 'format': SCHEMA,
                     'messages': [{'role': 'user', 'content': prompt}],
                     'options': {'seed': seed, 'temperature': 0.7, 'num_predict': 256}}
-            reply = ollama_api.call(settings, '/api/chat', body, timeout=settings['probe_timeout'])
-            message = (reply or {}).get('message') if isinstance(reply, dict) else None
-            message = message if isinstance(message, dict) else {}
+            reply = server.call('/api/chat', body, timeout=settings['probe_timeout'])
+            content, thinking = ollama_api.chat_message('/api/chat of %s' % model, reply)
             counts['requests'] += 1
-            thought = bool(str(message.get('thinking') or '').strip())
-            held = _holds(message.get('content'))
+            thought = bool(thinking.strip())
+            held = _holds(content)
             if not thought:
                 counts['skipped_thinking'] += 1
             if not held:
                 counts['broke_schema_with_thinking' if thought else 'broke_schema_without_thinking'] += 1
                 if len(examples) < 3:
-                    examples.append({'prompt': prompt, 'seed': seed, 'thinking': thought,
-                                     'content': str(message.get('content'))[:160]})
+                    examples.append({'prompt': prompt, 'seed': seed, 'thinking': thought, 'content': content[:160]})
     return counts, examples
 
 
@@ -124,7 +123,7 @@ def _model_instance(ctx, server, model, settings, budget, setting):
     if 'format_think' in ctx.probes and budget[0] > 0 and (not wanted or model in wanted):
         budget[0] -= 1
         try:
-            counts, examples = _probe(settings, model)
+            counts, examples = _probe(server, settings, model)
         except loopback_http.ProbeFailure as exc:
             return instance(name, exc.finding_status, '%s: the probe failed: %s' % (name, exc), evidence)
         evidence['probe'] = dict(counts, examples=examples)
@@ -170,26 +169,22 @@ def detect(ctx):
         evidence['cloud_models'] = {'count': len(cloud), 'first': cloud[:10],
                                     'why': 'proxied to their remote host: the format logic runs there'}
     budget = [settings['probe_max_models']]
-    instances = []
-    for model in server.models:
-        if server.remote_host(model):
-            continue
-        try:
-            found = _model_instance(ctx, server, model, settings, budget, setting)
-        except loopback_http.ProbeFailure as exc:
-            found = instance('model %s' % model, exc.finding_status, 'model %s: %s' % (model, exc), {'model': model})
-        if found is not None:
-            instances.append(found)
+    local = [m for m in server.models if not server.remote_host(m)]
+    instances = ollama_api.judge_models(
+        server, local, lambda model: _model_instance(ctx, server, model, settings, budget, setting))
     if not instances:
         return make_finding(_SELF, 'not_applicable', 'No local thinking model on Ollama %s.' % server.version_text,
                             evidence=evidence)
     bad = [i for i in instances if i['status'] == 'affected']
     risky = [i for i in instances if i['status'] == 'at_risk']
     if bad:
-        summary = 'Measured: %d thinking model(s) broke the schema: %s.' % (len(bad), ', '.join(i['evidence']['model'] for i in bad))
+        summary = 'Measured: %d thinking model(s) broke the schema: %s%s.' % (
+            len(bad), ', '.join(i['evidence']['model'] for i in bad[:10]),
+            ' and %d more' % (len(bad) - 10) if len(bad) > 10 else '')
     elif risky:
         summary = ('%d thinking model(s) are not held to a schema when they answer without thinking (think: true): %s.'
                    % (len(risky), ', '.join(i['evidence']['model'] for i in risky[:10])))
     else:
-        summary = 'No thinking model reaches the pass that waits for thinking on Ollama %s.' % server.version_text
+        summary = ollama_api.worst_summary(instances, 'No thinking model reaches the pass that waits for thinking on '
+                                                      'Ollama %s.' % server.version_text)
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

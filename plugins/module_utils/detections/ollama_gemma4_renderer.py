@@ -26,7 +26,8 @@ __metaclass__ = type
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
+    instance, make_finding, make_remediation, worst_instance)
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
@@ -139,7 +140,7 @@ def detect(ctx):
     if rules is None:
         return make_finding(_SELF, 'unknown', '%s.' % problem, evidence=evidence)
     evidence.update(rule_set=rules['name'], rule_source=rules['source'])
-    instances = [i for i in (_model_instance(server, short, rules) for short in server.models) if i is not None]
+    instances = ollama_api.judge_models(server, server.models, lambda short: _model_instance(server, short, rules))
     relevant = [i for i in instances if i['status'] != 'not_applicable']
     version_text = server.version_text
     if not relevant:
@@ -147,9 +148,9 @@ def detect(ctx):
                             '(%d model(s)).' % (version_text, server.total), evidence=evidence, instances=instances)
     bad = [i for i in relevant if i['status'] == 'affected']
     if bad:
-        summary = '%d large Gemma 4 model(s) get the wrong template on Ollama %s: %s.' % (
-            len(bad), version_text, ', '.join(i['evidence']['model'] for i in bad))
+        summary = '%d large Gemma 4 model(s) get the wrong template on Ollama %s: %s%s.' % (
+            len(bad), version_text, ', '.join(i['evidence']['model'] for i in bad[:10]), ' and %d more' % (len(bad) - 10) if len(bad) > 10 else '')
     else:
-        worst = [i for i in relevant if i['status'] in ('error', 'unknown')]
-        summary = worst[0]['summary'] if worst else 'Every Gemma 4 model resolves to the template of its size on Ollama %s.' % version_text
+        worst = worst_instance(relevant, among=('error', 'unknown'))
+        summary = worst['summary'] if worst else 'Every Gemma 4 model resolves to the template of its size on Ollama %s.' % version_text
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

@@ -18,11 +18,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import sys
 from collections import OrderedDict
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
@@ -74,17 +73,22 @@ SCHEMA = OrderedDict([('type', 'object'),
 DECLARED = ['zeta_colour', 'alpha_animal']
 
 
-def _probe(settings, model):
+def _probe(server, settings, model):
+    """(the reply's keys in the order the model wrote them, evidence); keys None when the reply is no JSON object."""
     body = {'model': model, 'stream': False, 'format': SCHEMA, 'think': False,
             'messages': [{'role': 'user', 'content': 'Name a colour and an animal.'}],
             'options': {'temperature': 0, 'num_predict': 64}}
-    reply = ollama_api.call(settings, '/api/chat', body, timeout=settings['probe_timeout'])
-    content = ((reply or {}).get('message') or {}).get('content') if isinstance(reply, dict) else None
+    reply = server.call('/api/chat', body, timeout=settings['probe_timeout'])
+    content, _thinking = ollama_api.chat_message('/api/chat of %s' % model, reply)
     try:
-        keys = list(json.loads(content or '', object_pairs_hook=OrderedDict))
-    except (TypeError, ValueError):
-        return None, {'reply': str(content)[:200]}
-    return keys, {'keys': keys, 'reply': str(content)[:200]}
+        # dicts keep the order keys came in (Python 3.7+), which is what is compared.
+        data = bounded_json.loads(content, 'the reply')
+    except bounded_json.JsonInputError:
+        data = None
+    if not isinstance(data, dict):
+        return None, {'reply': content[:200]}
+    keys = [str(key) for key in data]
+    return keys, {'keys': keys, 'reply': content[:200]}
 
 
 def _model_instance(ctx, server, model, setting, probe_budget):
@@ -114,13 +118,13 @@ def _model_instance(ctx, server, model, setting, probe_budget):
     if 'schema_order' in ctx.probes and probe_budget[0] > 0 and (not wanted or model in wanted):
         probe_budget[0] -= 1
         try:
-            keys, measured = _probe(server.settings, model)
+            keys, measured = _probe(server, ctx.settings_for(_SELF), model)
         except loopback_http.ProbeFailure as exc:
             evidence['probe'] = {'error': str(exc)}
             return instance(name, exc.finding_status, '%s: the probe failed: %s' % (name, exc), evidence)
         evidence['probe'] = measured
         if keys is None:
-            return instance(name, 'unknown', '%s: the probe reply is not JSON; cannot tell.' % name, evidence)
+            return instance(name, 'unknown', '%s: the probe reply is not a JSON object; cannot tell.' % name, evidence)
         if keys == sorted(DECLARED) and keys != DECLARED:
             return instance(name, 'affected', '%s: measured, a schema declared as %s came back as %s.'
                             % (name, ', '.join(DECLARED), ', '.join(keys)), evidence)
@@ -167,14 +171,8 @@ def detect(ctx):
         evidence['cloud_models'] = {'count': len(cloud), 'first': cloud[:10],
                                     'why': 'proxied to their remote host: the chat path runs there'}
     budget = [settings['probe_max_models']]
-    instances = []
-    for model in server.models:
-        if server.remote_host(model):
-            continue
-        try:
-            instances.append(_model_instance(ctx, server, model, setting, budget))
-        except loopback_http.ProbeFailure as exc:
-            instances.append(instance('model %s' % model, exc.finding_status, 'model %s: %s' % (model, exc), {'model': model}))
+    local = [m for m in server.models if not server.remote_host(m)]
+    instances = ollama_api.judge_models(server, local, lambda model: _model_instance(ctx, server, model, setting, budget))
     if not instances:
         return make_finding(_SELF, 'not_applicable', 'Ollama %s has no local models.' % server.version_text, evidence=evidence)
     bad = [i for i in instances if i['status'] == 'affected']
@@ -186,5 +184,6 @@ def detect(ctx):
         summary = '%d model(s) may take the native chat path, which re-sorts schema keys: %s.' % (
             len(risky), ', '.join(i['evidence']['model'] for i in risky[:10]))
     else:
-        summary = 'No model takes the native chat path on Ollama %s.' % server.version_text
+        summary = ollama_api.worst_summary(instances, 'No model takes the native chat path on Ollama %s.'
+                                           % server.version_text)
     return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)

@@ -4,7 +4,18 @@
 """Ollama's HTTP API on the audited host, and what its ``ollama serve`` process was started with.
 
 Shared by the ollama_* detections: one /api/version, /api/tags and /api/show per
-model and run (ctx.shared), loopback only, a timeout per request.
+model and run (ctx.shared), loopback only. Each request has one deadline (connect,
+headers and body: loopback_http), the shorter of the setting ``timeout`` and what is
+left of the detection's time budget (``detection_timeout``, the runner's budget that
+its commands share), so a server that answers every model slowly ends the detection
+within its budget; the models not asked by then are one ``unknown`` instance.
+
+Every field a detection reads is checked against the type Ollama gives it (api/types.go
+@ v0.33.0-rc2: ListResponse l.797-799, ListModelResponse l.822-832, ShowResponse
+l.737-755, ModelDetails l.933-942) before anything reads it: a reply of another shape
+is a ProbeFailure (``error``) naming the field, for that model only (a /api/tags entry
+or /api/show answer) or for the server (/api/version, /api/tags themselves). ``null``
+is an absent field, as Go's omitempty and nil slices give it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -12,7 +23,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, loopback_http
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, worst_instance
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
 
 COMMON_SETTINGS = {
@@ -22,38 +33,140 @@ COMMON_SETTINGS = {
     'max_models': {'type': 'int', 'default': 500, 'min': 1, 'max': 100000,
                    'description': 'Models read at most; the rest are counted and named as skipped.'},
 }
+# /api/tags lists every model in one reply, about 350 bytes each: room for max_models' largest value.
+TAGS_MAX_BYTES = 48 * 1024 * 1024
+# Unreadable /api/tags entries without a usable name, named one by one at most.
+MAX_NAMED_PROBLEMS = 5
+
+# The fields read, and their JSON kind (api/types.go @ v0.33.0-rc2; the element kind for lists).
+TAG_FIELDS = (('remote_host', str), ('details', dict), ('details.parameter_size', str), ('details.family', str),
+              ('details.families', (list, str)), ('details.format', str))
+SHOW_FIELDS = (('modelfile', str), ('template', str), ('system', str), ('license', str), ('parameters', str),
+               ('remote_host', str), ('messages', (list, dict)), ('capabilities', (list, str)), ('details', dict),
+               ('details.format', str), ('details.family', str), ('details.families', (list, str)),
+               ('details.parameter_size', str), ('model_info', dict), ('model_info.general.parameter_count', int))
+_KIND_NAMES = {str: 'a string', dict: 'an object', list: 'a list', int: 'a whole number'}
+_PLURALS = {str: 'strings', dict: 'objects'}
 
 
-def call(settings, path, body=None, timeout=None):
+def describe(value):
+    """A JSON value's kind in words, for messages that name a field of the wrong type."""
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'a boolean (%s)' % ('true' if value else 'false')
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        return 'a number (%s)' % (text if len(text) <= 40 else text[:37] + '...')
+    if isinstance(value, str):
+        return 'a string'
+    if isinstance(value, list):
+        return 'a list'
+    return 'an object'
+
+
+def _at(data, dotted):
+    """The value at ``dotted`` (model_info's keys hold dots themselves: 'general.parameter_count')."""
+    head, _dot, rest = dotted.partition('.')
+    if head == 'model_info' and rest:
+        info = data.get('model_info')
+        return info.get(rest) if isinstance(info, dict) else None
+    value = data.get(head)
+    if rest and isinstance(value, dict):
+        return _at(value, rest)
+    return None if rest else value
+
+
+def _is(value, kind):
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def field_problem(data, fields):
+    """None, or 'field X is <kind>, not <kind>' for the first field of ``fields`` of the wrong kind."""
+    for dotted, kind in fields:
+        value = _at(data, dotted)
+        if value is None:
+            continue
+        container, element = kind if isinstance(kind, tuple) else (kind, None)
+        if not _is(value, container):
+            return 'field %s is %s, not %s' % (dotted, describe(value), _KIND_NAMES[container])
+        if element is not None:
+            wrong = [item for item in value if not _is(item, element)]
+            if wrong:
+                return 'field %s holds %s, not only %s' % (dotted, describe(wrong[0]), _PLURALS[element])
+    return None
+
+
+def call(settings, path, body=None, timeout=None, runner=None, max_bytes=loopback_http.MAX_REPLY_BYTES):
+    """The JSON reply of one request; ``runner``: the detection's CommandRunner, whose time budget
+    shortens the timeout (a ProbeFailure ``unknown`` when it is used up)."""
     url = settings['url'].rstrip('/') + path
-    _status, data = loopback_http.request_json(url, method='POST' if body is not None else 'GET', body=body,
-                                               timeout=timeout or settings['timeout'])
+    seconds = timeout or settings['timeout']
+    why = None
+    if runner is not None:
+        left, limit = runner.limit(seconds)
+        if left <= 0:
+            raise loopback_http.ProbeFailure('%s was not asked: %s is used up' % (url, limit), finding_status='unknown')
+        if left < seconds:
+            seconds, why = left, limit
+    try:
+        _status, data = loopback_http.request_json(url, method='POST' if body is not None else 'GET', body=body,
+                                                   timeout=seconds, headers=None, max_bytes=max_bytes)
+    except loopback_http.ProbeFailure as exc:
+        if why and exc.finding_status == 'unknown':
+            raise loopback_http.ProbeFailure('%s did not answer within %.1f s, what was left of %s' % (url, seconds, why),
+                                             exc.status, 'unknown', exc.unreachable)
+        raise
     return data
 
 
 class Ollama(object):
-    """One Ollama server's version, model list and /api/show answers, read once per run."""
+    """One Ollama server's version, model list and /api/show answers, read once per run.
 
-    def __init__(self, settings):
+    ``unreadable``: [(model name or None, reason)] of /api/tags entries of the wrong shape (not judged)."""
+
+    def __init__(self, settings, runner=None):
         self.settings = settings
-        self.version_text = (call(settings, '/api/version') or {}).get('version')
+        self.runner = runner
+        url = settings['url'].rstrip('/')
+        answer = self.call('/api/version')
+        if not isinstance(answer, dict):
+            raise loopback_http.ProbeFailure('%s/api/version answered %s, not an object' % (url, describe(answer)))
+        self.version_text = answer.get('version')
         self.version, self.version_problem = ollama_version.parse(self.version_text)
-        tags = call(settings, '/api/tags') or {}
-        models = tags.get('models') if isinstance(tags, dict) else None
+        tags = self.call('/api/tags', max_bytes=TAGS_MAX_BYTES)
+        if not isinstance(tags, dict) or 'models' not in tags:
+            raise loopback_http.ProbeFailure('%s/api/tags answered %s without a models field, not the list of models'
+                                             % (url, describe(tags)))
+        models = tags['models'] if tags['models'] is not None else []   # a Go nil slice: no models
+        if not isinstance(models, list):
+            raise loopback_http.ProbeFailure('%s/api/tags field models is %s, not a list' % (url, describe(models)))
         # name -> its /api/tags entry: Config.ModelType as details.parameter_size and remote_host
         # (server/model_list_cache.go @ v0.33.0-rc2 l.322-339; routes.go ListHandler before v0.30.3).
         self.tags = {}
-        for entry in models if isinstance(models, list) else []:
-            if not isinstance(entry, dict):
-                continue
-            name = entry.get('name') or entry.get('model')
-            if isinstance(name, str) and name and name not in self.tags:
+        self.unreadable = []
+        for index, entry in enumerate(models):
+            name, problem = _tag_entry(entry)
+            if problem:
+                self.unreadable.append((name, '/api/tags entry %d%s: %s' % (index, ' (%s)' % name if name else '', problem)))
+            elif name not in self.tags:
                 self.tags[name] = entry
         names = list(self.tags)
         self.total = len(names)
         self.models = names[:settings['max_models']]
         self.skipped = names[settings['max_models']:]
         self._shown = {}
+
+    def call(self, path, body=None, timeout=None, max_bytes=loopback_http.MAX_REPLY_BYTES):
+        return call(self.settings, path, body, timeout, self.runner, max_bytes)
+
+    def budget_left(self):
+        """(seconds left of the running detection's budget, its description); seconds > 0 without a budget."""
+        if self.runner is None:
+            return 1, None
+        return self.runner.limit()
 
     def tag(self, name):
         return self.tags.get(name) or {}
@@ -65,28 +178,106 @@ class Ollama(object):
         return value if isinstance(value, str) and value else None
 
     def show(self, name):
-        """/api/show of ``name``; None when it was removed meanwhile. Raises ProbeFailure otherwise."""
+        """/api/show of ``name``; None when it was removed meanwhile (HTTP 404). Raises ProbeFailure otherwise,
+        also for an answer that is no object or has a field of the wrong type. Every answer and failure is kept:
+        the detections of one run say the same, and a model that did not answer in time is asked once."""
         if name not in self._shown:
             try:
-                data = call(self.settings, '/api/show', {'model': name})
+                data = self.call('/api/show', {'model': name})
+                problem = None
+                if not isinstance(data, dict):
+                    problem = '/api/show of %s answered %s, not an object' % (name, describe(data))
+                else:
+                    wrong = field_problem(data, SHOW_FIELDS)
+                    problem = '/api/show of %s: %s' % (name, wrong) if wrong else None
+                self._shown[name] = loopback_http.ProbeFailure(problem) if problem else data
             except loopback_http.ProbeFailure as exc:
-                if exc.status != 404:
-                    raise
-                data = None
-            if data is not None and not isinstance(data, dict):
-                raise loopback_http.ProbeFailure('/api/show of %s did not answer an object' % name)
-            self._shown[name] = data
+                self._shown[name] = None if exc.status == 404 else exc
+        if isinstance(self._shown[name], loopback_http.ProbeFailure):
+            raise self._shown[name]
         return self._shown[name]
+
+    def problem_instances(self):
+        """One ``error`` instance per /api/tags entry that names a model but has a field of the wrong type,
+        and one for all entries without a usable name."""
+        named = [instance('model %s' % name, 'error', '%s.' % reason, {'model': name})
+                 for name, reason in self.unreadable if name]
+        unnamed = [reason for name, reason in self.unreadable if not name]
+        if unnamed:
+            named.append(instance('/api/tags entries', 'error', '%d /api/tags entr%s cannot be read: %s%s.' % (
+                len(unnamed), 'y' if len(unnamed) == 1 else 'ies', '; '.join(unnamed[:MAX_NAMED_PROBLEMS]),
+                '; ...' if len(unnamed) > MAX_NAMED_PROBLEMS else ''), {'count': len(unnamed)}))
+        return named
 
     def evidence(self):
         found = {'url': self.settings['url'], 'ollama_version': self.version_text, 'models': self.total}
         if self.skipped:
             found['skipped_models'] = {'count': len(self.skipped), 'first': self.skipped[:10]}
+        if self.unreadable:
+            found['unreadable_tags_entries'] = len(self.unreadable)
         newest = ollama_version.boundary_key(ollama_version.NEWEST_READ)
         if self.version is not None and (self.version.key, self.version.commits) > (newest, 0):
             found['rules_read_to'] = ('ollama/ollama %s (2026-08-21); this version is newer, and changes after that '
                                       'tag are not known' % ollama_version.NEWEST_READ)
         return found
+
+
+def _tag_entry(entry):
+    """(name, None) of a readable /api/tags entry, else (name or None, what is wrong)."""
+    if not isinstance(entry, dict):
+        return None, 'it is %s, not an object' % describe(entry)
+    name = entry.get('name') if entry.get('name') is not None else entry.get('model')
+    if not isinstance(name, str) or not name:
+        return None, 'its name is %s, not a model name' % ('empty' if name == '' else describe(name))
+    return name, field_problem(entry, TAG_FIELDS)
+
+
+def chat_message(url, reply):
+    """(content, thinking) of a non-streamed /api/chat reply (api/types.go @ v0.33.0-rc2 Message l.197-207:
+    ``content`` always there, ``thinking`` omitempty, both strings); a ProbeFailure ``unknown`` for a reply
+    that is no chat message, which measures nothing."""
+    message = reply.get('message') if isinstance(reply, dict) else None
+    content = message.get('content') if isinstance(message, dict) else None
+    thinking = message.get('thinking') if isinstance(message, dict) else None
+    if not isinstance(content, str) or not isinstance(thinking, (str, type(None))):
+        shown = 'message is %s' % describe(message) if not isinstance(message, dict) else (
+            'message.content is %s' % describe(content) if not isinstance(content, str)
+            else 'message.thinking is %s' % describe(thinking))
+        raise loopback_http.ProbeFailure('%s answered no chat message (%s)' % (url, shown) if isinstance(reply, dict)
+                                         else '%s answered %s, not a chat reply' % (url, describe(reply)),
+                                         finding_status='unknown')
+    return content, thinking or ''
+
+
+def judge_models(server, models, judge):
+    """The instances ``judge(model)`` gives for ``models`` (None: not relevant), then the /api/tags entries that
+    cannot be read. A ProbeFailure is that model's instance; once the detection's time budget is used up, the
+    models not asked are one ``unknown`` instance instead of one failure each."""
+    instances = []
+    for index, model in enumerate(models):
+        left, why = server.budget_left()
+        if left <= 0:
+            rest = models[index:]
+            instances.append(instance('models not read', 'unknown', '%d model(s) were not read: %s is used up '
+                                      '(first: %s).' % (len(rest), why, ', '.join(rest[:5])),
+                                      {'count': len(rest), 'first': rest[:10]}))
+            break
+        try:
+            found = judge(model)
+        except loopback_http.ProbeFailure as exc:
+            found = instance('model %s' % model, exc.finding_status, 'model %s: %s' % (model, exc), {'model': model})
+        if found is not None:
+            instances.append(found)
+    return instances + server.problem_instances()
+
+
+def worst_summary(instances, otherwise):
+    """The summary of the most serious error/unknown instance, when no instance is worse than those; else
+    ``otherwise`` (the detection's own summary of what it found)."""
+    worst = worst_instance(instances)
+    if worst is not None and worst['status'] in ('error', 'unknown'):
+        return worst['summary']
+    return otherwise
 
 
 def connect(ctx, detection, settings):
@@ -103,17 +294,22 @@ def connect(ctx, detection, settings):
 
 
 def server_for(ctx, settings):
-    """The run's Ollama for these settings, or None when nothing answers there."""
+    """The run's Ollama for these settings, or None when nothing answers there. A server that could not be
+    read is asked once per run: the other ollama_* detections get the same ProbeFailure at once."""
     def connect():
         if not loopback_http.accepts_connections(settings['url'], settings['timeout']):
             return None
         try:
-            return Ollama(settings)
+            return Ollama(settings, ctx.runner)
         except loopback_http.ProbeFailure as exc:
             if exc.unreachable:
                 return None
-            raise
-    return ctx.shared(('ollama', settings['url']), connect)
+            return exc
+    key = ('ollama', settings['url'], settings['timeout'], settings['max_models'])
+    server = ctx.shared(key, connect)
+    if isinstance(server, loopback_http.ProbeFailure):
+        raise server
+    return server
 
 
 def serve_environment(ctx, name):
