@@ -22,6 +22,10 @@ from ollama_standin import ScriptedOllama, gemma4, recorded_answers  # noqa: E40
 from test_vllm_lora import config, write_adapter  # noqa: E402  pylint: disable=wrong-import-position
 
 
+def refuse_constant(name):
+    raise ValueError('non-strict JSON constant %s' % name)
+
+
 def adapters(root):
     write_adapter(str(root / 'good'), config(alpha_pattern={'v_proj': 32}))
     write_adapter(str(root / 'pipe'), config())
@@ -70,5 +74,5 @@ def test_hostile_replies_and_files_cost_only_their_own_findings(tmp_path):
     assert run.finding('localhost', 'pi_ir_tx')['status'] == 'not_applicable'
 
     with open(os.path.join(run.report_dir, 'postmortem.json')) as handle:
-        json.loads(handle.read(), parse_constant=lambda name: (_ for _ in ()).throw(ValueError(name)))
+        json.loads(handle.read(), parse_constant=refuse_constant)
     ET.parse(os.path.join(run.report_dir, 'postmortem-junit.xml'))

@@ -58,7 +58,7 @@ class FakeClient:
 
 @pytest.fixture
 def standin():
-    models = dict((name, dict(gemma4('11.9B'), system='You are %s.' % name.split(':')[0], parameters={'num_ctx': 8192},
+    models = dict((name, dict(gemma4('11.9B'), system='You are %s.' % name.split(':', maxsplit=1)[0], parameters={'num_ctx': 8192},
                               license='Gemma ToU')) for name in NAMES)
     models['pinned:latest'] = gemma4('11.9B', renderer='gemma4-large')
     server = OllamaStandIn('0.33.0-rc2', models)
