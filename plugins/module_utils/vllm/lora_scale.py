@@ -163,9 +163,13 @@ class KeyMatcher(object):
         if (form, key) not in self._compiled:
             try:
                 self._compiled[(form, key)] = self._timed(lambda: re.compile(KEY_FORMS[form] % key), key, None)
-            except re.error as exc:
+            except (re.error, OverflowError) as exc:
                 raise PatternProblem('%s key %s is not a regular expression PEFT can use: %s'
                                      % (self.fields.get(key, 'pattern'), _shown(key), exc))
+            except RecursionError:
+                # Python's parser recurses once per nested group: PEFT's own re.match fails on it the same way.
+                raise PatternProblem('%s key %s nests its groups too deeply for Python to parse it (as it would '
+                                     'for PEFT)' % (self.fields.get(key, 'pattern'), _shown(key)))
         return self._compiled[(form, key)]
 
     def matches(self, form, key, name):
