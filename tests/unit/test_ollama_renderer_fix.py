@@ -212,3 +212,16 @@ def test_the_version_check_is_upstreams_first_tag_with_the_renderers(text, refus
 def test_the_parameters_text_becomes_create_parameters():
     assert renderer_fix.parameters_dict('num_ctx 8192\nstop "<turn|>"\nstop "<eos>"\ntemperature 0.7\nodd') == {
         'num_ctx': 8192, 'stop': ['<turn|>', '<eos>'], 'temperature': 0.7}
+
+
+def test_backup_names_stay_in_the_backup_dir_and_within_a_file_name(standin, tmp_path):
+    """Model names are text from the user or Ollama: '/' and '..' never leave the directory, and a name of
+    300 characters still gives a file name the filesystem takes."""
+    names = ['../../etc/passwd:latest', 'x' * 300 + ':latest']
+    for name in names:
+        standin.models[name] = gemma4('11.9B')
+    plans = renderer_fix.plan(FakeClient(standin), names, 'gemma4-large')
+    renderer_fix.write_backups(plans, str(tmp_path / 'bk'))
+    for plan in plans:
+        assert os.path.dirname(plan.backup) == str(tmp_path / 'bk') and os.path.isfile(plan.backup), plan.backup
+    assert sorted(os.listdir(str(tmp_path))) == ['bk']

@@ -229,8 +229,10 @@ def _write_new(path, data):
 
 
 def _backup_stem(directory, name):
-    """<directory>/<model name, safe for any filesystem>.<UTC stamp>, with -2, -3 ... when taken (filewrite.backup_path)."""
-    stem = filewrite.backup_path(os.path.join(directory, re.sub(r'[^A-Za-z0-9._-]', '_', name)))[:-len(filewrite.BACKUP_SUFFIX)]
+    """<directory>/<model name, safe for any filesystem>.<UTC stamp>, with -2, -3 ... when taken (filewrite.backup_path).
+    The name part is cut to 100 characters: a file name may have 255 at most, and the stamp and suffix follow."""
+    safe = re.sub(r'[^A-Za-z0-9._-]', '_', name)[:100]
+    stem = filewrite.backup_path(os.path.join(directory, safe))[:-len(filewrite.BACKUP_SUFFIX)]
     candidate, number = stem, 1
     while os.path.lexists(candidate + '.Modelfile') or os.path.lexists(candidate + '.show.json'):
         number += 1
