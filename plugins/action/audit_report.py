@@ -15,31 +15,32 @@ import yaml
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_metrics, report_summary
 
 display = Display()
 
+# Options a playbook variable feeds take its default from the one declaration (audit_interface).
+default = audit_interface.option_default
 ARGUMENT_SPEC = dict(
-    dest=dict(type='path', default='postmortem-report'),
+    dest=dict(type='path', default=default('audit_report', 'dest')),
     hosts=dict(type='list', elements='str'),
     result_var=dict(type='str', default='postmortem_gather'),
     before_var=dict(type='str'),
     remediation_var=dict(type='str'),
     formats=dict(type='list', elements='str', default=['json', 'junit', 'html', 'prometheus'],
                  choices=['json', 'junit', 'html', 'prometheus']),
-    fail_on=dict(type='str', default='never', choices=['never'] + list(STATUSES)),
-    fail_on_unaudited=dict(type='bool', default=True),
+    fail_on=dict(type='str', default=default('audit_report', 'fail_on'), choices=list(audit_interface.FAIL_ON_CHOICES)),
+    fail_on_unaudited=dict(type='bool', default=default('audit_report', 'fail_on_unaudited')),
     print_summary=dict(type='bool', default=True),
-    fail_on_no_hosts=dict(type='bool', default=True),
-    host_pattern=dict(type='str'),
-    previous=dict(type='str', default=''),
-    accept=dict(type='str', default=''),
-    fail_on_new_only=dict(type='bool', default=False),
-    textfile_dir=dict(type='str', default=''),
+    fail_on_no_hosts=dict(type='bool', default=default('audit_report', 'fail_on_no_hosts')),
+    host_pattern=dict(type='str', default=default('audit_report', 'host_pattern')),
+    previous=dict(type='str', default=default('audit_report', 'previous')),
+    accept=dict(type='str', default=default('audit_report', 'accept')),
+    fail_on_new_only=dict(type='bool', default=default('audit_report', 'fail_on_new_only')),
+    textfile_dir=dict(type='str', default=default('audit_report', 'textfile_dir')),
     started_at=dict(type='float'),
 )
 
@@ -120,7 +121,7 @@ class ActionModule(ActionBase):
 
         checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS]
         scope = {
-            'host_pattern': args['host_pattern'] if args['host_pattern'] is not None else task_vars.get('postmortem_hosts', 'all'),
+            'host_pattern': args['host_pattern'],
             'inventory': [str(s) for s in task_vars.get('ansible_inventory_sources') or []],
             'limit': task_vars.get('ansible_limit'),
             'check_mode': bool(self._task.check_mode),

@@ -11,14 +11,15 @@ import datetime
 import yaml
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift, report_summary
 
 ARGUMENT_SPEC = dict(
     stage=dict(type='str', default='plan', choices=['plan', 'record']),
     before_var=dict(type='str', default='postmortem_before'),
-    remediate=dict(type='list', elements='str', default=['all']),
-    accept=dict(type='str', default=''),
-    remediate_accepted=dict(type='bool', default=False),
+    remediate=dict(type='list', elements='str', default=audit_interface.option_default('remediation_plan', 'remediate')),
+    accept=dict(type='str', default=audit_interface.option_default('remediation_plan', 'accept')),
+    remediate_accepted=dict(type='bool', default=audit_interface.option_default('remediation_plan', 'remediate_accepted')),
     plan=dict(type='dict'),
     ran=dict(type='list', elements='str', default=[]),
     failure=dict(type='dict'),

@@ -62,6 +62,34 @@ VARIABLES = (
 )
 NAMES = tuple(v[0] for v in VARIABLES)
 DEFAULTS = dict((v[0], v[2]) for v in VARIABLES)
+# Which module option each variable is passed to; the option's default is the variable's.
+MODULE_OPTIONS = {
+    'postmortem_checks': (('audit_facts', 'checks'),),
+    'postmortem_probes': (('audit_facts', 'probes'),),
+    'postmortem_root': (('audit_facts', 'root'),),
+    'postmortem_settings': (('audit_facts', 'settings'),),
+    'postmortem_command_timeout': (('audit_facts', 'command_timeout'),),
+    'postmortem_detection_timeout': (('audit_facts', 'detection_timeout'),),
+    'postmortem_report_dir': (('audit_report', 'dest'),),
+    'postmortem_hosts': (('audit_report', 'host_pattern'),),
+    'postmortem_fail_on': (('audit_report', 'fail_on'),),
+    'postmortem_fail_on_unaudited': (('audit_report', 'fail_on_unaudited'),),
+    'postmortem_fail_on_no_hosts': (('audit_report', 'fail_on_no_hosts'),),
+    'postmortem_fail_on_new_only': (('audit_report', 'fail_on_new_only'),),
+    'postmortem_previous': (('audit_report', 'previous'),),
+    'postmortem_accept': (('audit_report', 'accept'), ('remediation_plan', 'accept')),
+    'postmortem_textfile_dir': (('audit_report', 'textfile_dir'),),
+    'postmortem_remediate': (('remediation_plan', 'remediate'),),
+    'postmortem_remediate_accepted': (('remediation_plan', 'remediate_accepted'),),
+}
+
+
+def option_default(module, option):
+    """The default of a module option that a playbook variable feeds: the variable's."""
+    for name, targets in MODULE_OPTIONS.items():
+        if (module, option) in targets:
+            return DEFAULTS[name]
+    raise KeyError('%s.%s is fed by no playbook variable' % (module, option))
 
 # Set by the modules and playbooks, documented as results: never the user's input.
 OUTPUTS = ('postmortem', 'postmortem_run', 'postmortem_gather', 'postmortem_before', 'postmortem_remediation')

@@ -11,11 +11,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import DEFAULT_MAX_INSTANCES, AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
-from ansible_collections.homelab.postmortem.plugins.module_utils.runner import (
-    DEFAULT_COMMAND_TIMEOUT, DEFAULT_DETECTION_TIMEOUT, CommandRunner)
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
 COLLECTION_VERSION = '0.2.0'
 # audit_interface.MAX_SECONDS, which the controller checks the playbook's timeouts against (a unit
@@ -41,17 +40,18 @@ def root_problem(root, local_checks=True):
 
 
 def argument_spec(with_checks):
+    default = audit_interface.option_default
     spec = dict(
-        probes=dict(type='list', elements='str', default=[]),
+        probes=dict(type='list', elements='str', default=default('audit_facts', 'probes')),
         # str, not path: path would expand $HOME and ~, auditing somewhere nobody asked for.
-        root=dict(type='str', default='/'),
-        settings=dict(type='dict', default={}),
-        command_timeout=dict(type='int', default=DEFAULT_COMMAND_TIMEOUT),
-        detection_timeout=dict(type='int', default=DEFAULT_DETECTION_TIMEOUT),
+        root=dict(type='str', default=default('audit_facts', 'root')),
+        settings=dict(type='dict', default=default('audit_facts', 'settings')),
+        command_timeout=dict(type='int', default=default('audit_facts', 'command_timeout')),
+        detection_timeout=dict(type='int', default=default('audit_facts', 'detection_timeout')),
         max_instances=dict(type='int', default=DEFAULT_MAX_INSTANCES),
     )
     if with_checks:
-        spec['checks'] = dict(type='list', elements='str', default=['all'])
+        spec['checks'] = dict(type='list', elements='str', default=default('audit_facts', 'checks'))
     return spec
 
 

@@ -86,8 +86,9 @@ options:
     default: true
     version_added: 0.2.0
   host_pattern:
-    description: The host pattern of the run, named in the report when it matched no host. Defaults to C(postmortem_hosts) or C(all).
+    description: The host pattern of the run (the playbooks pass C(postmortem_hosts)), named in the report when it matched no host.
     type: str
+    default: all
     version_added: 0.2.0
   previous:
     description:

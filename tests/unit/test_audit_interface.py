@@ -108,3 +108,29 @@ def test_tags_must_name_detections():
     problems = interface.check_tags(['pi_ir_txx'], ['podman'])
     assert problems[0].startswith('--tags pi_ir_txx names no detection (did you mean pi_ir_tx?)')
     assert problems[1].startswith('--skip-tags podman names no detection')
+
+
+@pytest.mark.parametrize('name', sorted(interface.MODULE_OPTIONS))
+def test_each_module_option_a_variable_feeds_documents_the_variables_default(name):
+    """The playbooks pass default(omit): the module's own default must be the declared one, and its
+    documentation must say so (ansible-doc shows it)."""
+    import importlib
+    for module, option in interface.MODULE_OPTIONS[name]:
+        source = importlib.import_module('ansible_collections.homelab.postmortem.plugins.modules.%s' % module)
+        doc = yaml.safe_load(source.DOCUMENTATION)
+        options = dict(doc.get('options') or {})
+        if option not in options:  # audit_facts takes its common options from the detection doc fragment
+            from ansible_collections.homelab.postmortem.plugins.doc_fragments import detection
+            options.update(yaml.safe_load(detection.ModuleDocFragment.DOCUMENTATION)['options'])
+        assert options[option].get('default') == interface.DEFAULTS[name], (name, module, option)
+
+
+def test_the_playbooks_write_no_default_of_their_own():
+    """Every postmortem_* variable a playbook reads falls back to default(omit) (the module's declared
+    default) or to the audit_default lookup: no literal default."""
+    for directory, _dirs, files in os.walk(PLAYBOOKS):
+        for name in files:
+            with open(os.path.join(directory, name)) as handle:
+                text = handle.read()
+            literal = re.findall(r'(?<![_a-z.])(postmortem_[a-z_]+) \| default\((?!omit\)|lookup\()', text)
+            assert not literal, (name, literal)
