@@ -18,7 +18,7 @@ from ansible.utils.display import Display
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_metrics, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_metrics, report_summary
 
 display = Display()
 
@@ -83,9 +83,9 @@ def _compare(report, dest, previous):
         baseline = report_drift.baseline_from_history(history, dest)
         if baseline is not None:
             notes.append('compared with the last audit (%s), recorded in %s' % (baseline.generated_at, baseline.source))
-        elif os.path.lexists(os.path.join(dest, fleet_report.REPORT_FILES['json'])):
+        elif os.path.lexists(os.path.join(dest, report_files.REPORT_FILES['json'])):
             # No history yet (a report directory of an earlier version): its report, if it is an audit's.
-            baseline, found = report_drift.baseline_from_report(os.path.join(dest, fleet_report.REPORT_FILES['json']),
+            baseline, found = report_drift.baseline_from_report(os.path.join(dest, report_files.REPORT_FILES['json']),
                                                                 audits_only=True)
             notes.append(found)
         if baseline is None:
@@ -138,10 +138,10 @@ class ActionModule(ActionBase):
         if report['kind'] == 'audit' and hosts:
             history, baseline = _compare(report, dest, args['previous'])
         # The summary is printed whatever happens to the files: it is the report of last resort.
-        paths, write_problems = fleet_report.write(report, dest, args['formats'])
+        paths, write_problems = report_files.write(report, dest, args['formats'])
         if history is not None and os.path.isdir(dest):
             try:
-                fleet_report.atomic_write(os.path.join(dest, report_drift.HISTORY_FILE),
+                report_files.atomic_write(os.path.join(dest, report_drift.HISTORY_FILE),
                                           [json.dumps(report_drift.next_history(report, history, baseline),
                                                       separators=(',', ':')), '\n'])
             except (IOError, OSError) as exc:
@@ -149,7 +149,7 @@ class ActionModule(ActionBase):
         if args['textfile_dir']:
             path = os.path.join(os.path.abspath(args['textfile_dir']), report_metrics.FILE)
             try:
-                fleet_report.atomic_write(path, [report_metrics.render(report, time.time(), scope.get('duration_seconds'))])
+                report_files.atomic_write(path, [report_metrics.render(report, time.time(), scope.get('duration_seconds'))])
                 paths['textfile'] = path
             except (IOError, OSError) as exc:
                 write_problems.append('%s was not written: %s' % (path, exc.strerror or exc))

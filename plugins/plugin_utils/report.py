@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The fleet report: one data model, written as JSON, JUnit XML and HTML.
+"""The fleet report's data model: one record per host, what postmortem.json holds.
 
-Controller-side only. The data model is what postmortem.json holds; JUnit and
-HTML are views of it, so the three can never disagree.
+Controller-side only. JUnit (report_junit), HTML (report_html), the metrics (report_metrics) and
+the summary (report_summary) are views of this model, so they can never disagree; report_encoding
+makes every finding strict JSON once; report_files writes them all.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -12,107 +13,20 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
-import itertools
-import json
-import os
-import re
-import tempfile
-import time
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
-    DEPTH_CUT, MAX_DEPTH, STATUS_RANK, STATUSES, json_safe, safe_text, worst_status)
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html, report_metrics
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding import COMPACT, plain, plain_fast, strict_encode
 
 # Host states that are not findings. For the fail threshold they count as
 # ``error``: an operator who fails on errors wants to hear about a host that
 # could not be audited at all.
 HOST_PROBLEMS = ('unreachable', 'failed')
-# One compact encoder for every document: the C encoder (an indent would run the pure-Python one),
-# built once (json.dumps with arguments builds a new one per call).
-_COMPACT = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False)
-REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'html': 'postmortem.html',
-                'prometheus': 'postmortem.prom'}
+
+
 # 2: schema_version and kind; per host drift, accepted and acceptance_expired beside the findings;
 # drift, accept and nothing_audited at the top. 1: the reports of 0.1.0 and 0.2.0 before it.
 SCHEMA_VERSION = 2
-
-
-def plain(value, depth_left=MAX_DEPTH):
-    """Deep copy into plain, strict-JSON types (Ansible hands us tagged/lazy containers; a host
-    may hand us NaN or lone surrogates). Exact types are checked first: this runs once per value
-    of every finding of every host. Containers nested deeper than MAX_DEPTH levels below
-    ``value`` become finding.DEPTH_CUT, as on the host: no evidence makes this recurse without bound."""
-    kind = type(value)
-    if kind is str:
-        return safe_text(value)
-    if kind is dict or isinstance(value, dict) or hasattr(value, 'items'):
-        if depth_left <= 0:
-            return DEPTH_CUT % MAX_DEPTH
-        return dict((safe_text(str(k)), plain(v, depth_left - 1)) for k, v in value.items())
-    if kind is list or isinstance(value, (list, tuple, set)):
-        if depth_left <= 0:
-            return DEPTH_CUT % MAX_DEPTH
-        return [plain(v, depth_left - 1) for v in value]
-    if value is None or kind is bool:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return json_safe(float(value))
-    return safe_text(str(value))
-
-
-def _reject(value):
-    raise TypeError('%s is not JSON' % type(value).__name__)
-
-
-def _make_strict_encode():
-    """Strict compact JSON, UTF-8 text kept as is, keys in the order the host sent them.
-
-    One C encoder object reused for every finding: JSONEncoder.encode builds a new one per call,
-    which was a third of the report's time over 60,000 findings. No circular check (a result
-    Ansible hands over cannot be cyclic; if one were, the recursion limit ends it, and
-    RecursionError takes the careful path). Where the C encoder is missing or its private
-    signature changed, the public encoder does the same work, slower."""
-    try:
-        from json.encoder import c_make_encoder, encode_basestring
-        iterencode = c_make_encoder(None, _reject, encode_basestring, None, ':', ',', False, False, False)
-        if ''.join(iterencode({'a': [1, 2.5, None, True, u'\u00e9']}, 0)) != u'{"a":[1,2.5,null,true,"\u00e9"]}':
-            raise ValueError('unexpected output')
-    except Exception:  # pylint: disable=broad-except
-        return json.JSONEncoder(allow_nan=False, ensure_ascii=False, separators=(',', ':')).encode
-
-    def encode(value):
-        return ''.join(iterencode(value, 0))
-    return encode
-
-
-strict_encode = _make_strict_encode()
-
-
-def plain_fast(value):
-    """plain(), through the C encoder when the value already is strict JSON: no NaN (allow_nan
-    refuses it), no lone surrogate (the UTF-8 encode refuses it), nothing but JSON types (the
-    encoder refuses the rest). Anything else takes the careful path."""
-    try:
-        text = strict_encode(value)
-        text.encode('utf-8')
-    except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
-        return plain(value)
-    return json.loads(text)
-
-
-# Characters XML 1.0 cannot hold even escaped; JUnit shows them as \xNN instead.
-_XML_INVALID = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]')
-
-
-def _escape_char(match):
-    code = ord(match.group(0))
-    return '\\x%02x' % code if code < 0x100 else '\\u%04x' % code
-
-
-def xml_text(text):
-    return _XML_INVALID.sub(_escape_char, str(text))
 
 
 def _text(value):
@@ -201,7 +115,7 @@ def _encode_findings(findings):
         return findings, texts
     except (TypeError, ValueError, UnicodeEncodeError, RecursionError):
         findings = plain(findings)
-        return findings, dict((cid, _COMPACT.encode(f)) for cid, f in findings.items())
+        return findings, dict((cid, COMPACT.encode(f)) for cid, f in findings.items())
 
 
 def _entry_and_texts(name, result):
@@ -304,7 +218,7 @@ def finding_texts(report):
 
 def findings_json(texts):
     """One host's findings object from its per-finding texts."""
-    return '{' + ','.join('%s:%s' % (_COMPACT.encode(cid), text) for cid, text in texts.items()) + '}'
+    return '{' + ','.join('%s:%s' % (COMPACT.encode(cid), text) for cid, text in texts.items()) + '}'
 
 
 def hosts_findings_json(report):
@@ -319,11 +233,11 @@ def to_json_parts(report, findings_text):
     build() made."""
     keys = list(report)
     at = keys.index('hosts')
-    pairs = ['%s:%s' % (_COMPACT.encode(key), _COMPACT.encode(report[key])) for key in keys if key != 'hosts']
+    pairs = ['%s:%s' % (COMPACT.encode(key), COMPACT.encode(report[key])) for key in keys if key != 'hosts']
     yield '{' + ''.join(pair + ',' for pair in pairs[:at]) + '"hosts":['
     for position, (entry, text) in enumerate(zip(report['hosts'], findings_text)):
         yield (',' if position else '') + '{' + ','.join(
-            '%s:%s' % (_COMPACT.encode(key), text if key == 'findings' else _COMPACT.encode(entry[key]))
+            '%s:%s' % (COMPACT.encode(key), text if key == 'findings' else COMPACT.encode(entry[key]))
             for key in entry) + '}'
     yield ']' + ''.join(',' + pair for pair in pairs[at:]) + '}'
 
@@ -366,158 +280,5 @@ def threshold_reached(report, fail_on, fail_on_unaudited=True, new_only=False):
     return hits
 
 
-# What XML cannot hold, and what markup needs escaped: a text without any of these is written as is
-# (most messages; one search instead of a substitution and seven replacements each).
-_XML_SPECIAL = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff&<>"\t\n\r]')
-
-
-def _xml(text):
-    """Text for an XML text node: what XML cannot hold as \\xNN, then &, < and > escaped."""
-    text = str(text)
-    if not _XML_SPECIAL.search(text):
-        return text
-    return _XML_INVALID.sub(_escape_char, text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
-
-
-def _xml_json(text):
-    """_xml() for JSON text: the encoder already escaped every control character, so the only
-    characters XML cannot hold that may be left are U+FFFE and U+FFFF (a substring test, not a
-    scan with the pattern, on the largest texts of the report)."""
-    if u'\ufffe' in text or u'\uffff' in text:
-        text = xml_text(text)
-    return text.replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
-
-
-def _xml_attr(text):
-    text = str(text)
-    if not _XML_SPECIAL.search(text):
-        return text
-    return _xml(text).replace('"', '&quot;').replace('\n', '&#10;').replace('\r', '&#13;').replace('\t', '&#9;')
-
-
-def to_junit_parts(report):
-    """JUnit XML: a suite per host, a case per check. A failing or erroring case carries its
-    finding's JSON, the text build() made (written with strings: ElementTree cost more than
-    the evidence's encoding)."""
-    totals = {'tests': 0, 'failures': 0, 'errors': 0, 'skipped': 0}
-    suites = []
-    check_ids = [c['id'] for c in report['checks']]
-    case_names = dict((cid, _xml_attr(cid)) for cid in check_ids)
-    for entry, texts in zip(report['hosts'], finding_texts(report)):
-        counts = {'tests': len(check_ids), 'failures': 0, 'errors': 0, 'skipped': 0}
-        name = _xml_attr(entry['name'])
-        cases = []
-        if entry['state'] != 'audited':
-            message = _xml_attr('%s: %s' % (entry['state'], entry['reason']))
-            body = '<error message="%s" type="%s">%s</error>' % (message, entry['state'], _xml(entry['reason']))
-            cases = ['<testcase classname="%s" name="%s">%s</testcase>' % (name, case_names[cid], body) for cid in check_ids]
-            counts['errors'] = len(check_ids)
-        for cid in check_ids if entry['state'] == 'audited' else ():
-            finding = entry['findings'].get(cid)
-            if finding is None:
-                inner = '<skipped message="not run on this host" />'
-                counts['skipped'] += 1
-            else:
-                status = str(finding.get('status'))
-                message = _xml_attr('%s: %s' % (status, finding.get('summary', '')))
-                if status in ('affected', 'at_risk'):
-                    inner = '<failure message="%s" type="%s">%s</failure>' % (message, status, _xml_json(texts[cid]))
-                    counts['failures'] += 1
-                elif status == 'error':
-                    inner = '<error message="%s" type="%s">%s</error>' % (message, status, _xml_json(texts[cid]))
-                    counts['errors'] += 1
-                elif status in ('not_applicable', 'unknown'):
-                    inner = '<skipped message="%s" />' % message
-                    counts['skipped'] += 1
-                else:
-                    inner = '<system-out>%s</system-out>' % _xml(message)
-            cases.append('<testcase classname="%s" name="%s">%s</testcase>' % (name, case_names[cid], inner))
-        for key in totals:
-            totals[key] += counts[key]
-        suites.append('<testsuite name="%s" tests="%d" failures="%d" errors="%d" skipped="%d">%s</testsuite>' % (
-            name, counts['tests'], counts['failures'], counts['errors'], counts['skipped'], ''.join(cases)))
-    if report.get('nothing_audited'):
-        # A CI system reading an empty suite would show green; a run that audited nothing is an error.
-        message = _xml_attr('nothing audited: %s' % report['nothing_audited'])
-        suites.append('<testsuite name="homelab.postmortem" tests="1" failures="0" errors="1" skipped="0">'
-                      '<testcase classname="homelab.postmortem" name="hosts"><error message="%s" type="nothing_audited">'
-                      '%s</error></testcase></testsuite>' % (message, _xml(report['nothing_audited'])))
-        totals['tests'] += 1
-        totals['errors'] += 1
-    yield '<testsuites name="homelab.postmortem" tests="%d" failures="%d" errors="%d" skipped="%d">' % (
-        totals['tests'], totals['failures'], totals['errors'], totals['skipped'])
-    for suite in suites:
-        yield suite
-        yield '\n'
-    yield '</testsuites>'
-
-
-def to_junit(report):
-    return ''.join(to_junit_parts(report))
-
-
 def render_html(report):
     return ''.join(report_html.render_html_parts(report, hosts_findings_json(report)))
-
-
-def atomic_write(path, parts):
-    """Write ``path`` from text pieces through a temporary file beside it (a reader never sees half
-    a file; node_exporter's textfile collector skips the temporary name, which does not end in .prom)."""
-    _atomic_write(path, parts)
-
-
-def _atomic_write(path, parts):
-    directory = os.path.dirname(path) or '.'
-    handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
-    try:
-        with os.fdopen(handle, 'w', encoding='utf-8') as out:
-            out.writelines(parts)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-class ReportWriteError(Exception):
-    pass
-
-
-def _check_dest(dest):
-    """Create the report directory, or say in words why it cannot hold the report."""
-    if os.path.exists(dest) and not os.path.isdir(dest):
-        raise ReportWriteError('the report directory %s is not a directory (a file of that name exists)' % dest)
-    if not os.path.isdir(dest):
-        try:
-            os.makedirs(dest)
-        except OSError as exc:
-            raise ReportWriteError('the report directory %s cannot be created: %s' % (dest, exc.strerror or exc))
-    if not os.access(dest, os.W_OK | os.X_OK):
-        raise ReportWriteError('the report directory %s is read-only for this user' % dest)
-
-
-def write(report, dest, formats):
-    """Write every format; returns ({format: path}, [problems]). Never raises for one bad file."""
-    findings_text = hosts_findings_json(report)
-    renderers = {
-        'json': lambda r: itertools.chain(to_json_parts(r, findings_text), ['\n']),
-        'junit': lambda r: itertools.chain(['<?xml version="1.0" encoding="UTF-8"?>\n'], to_junit_parts(r), ['\n']),
-        'html': lambda r: report_html.render_html_parts(r, findings_text),
-        'prometheus': lambda r: [report_metrics.render(r, time.time(), (r.get('run') or {}).get('duration_seconds'))],
-    }
-    dest = os.path.abspath(dest)
-    try:
-        _check_dest(dest)
-    except ReportWriteError as exc:
-        return {}, [str(exc)]
-    paths, problems = {}, []
-    for fmt in formats:
-        path = os.path.join(dest, REPORT_FILES[fmt])
-        try:
-            _atomic_write(path, renderers[fmt](report))
-        except (IOError, OSError) as exc:
-            problems.append('%s was not written: %s' % (path, exc.strerror or exc))
-            continue
-        paths[fmt] = path
-    return paths, problems

@@ -108,7 +108,7 @@ def test_ten_thousand_hosts_counts_first_pages_and_evidence_on_demand(browser, t
     host, two instances each, with evidence) in the real browser: counts per check and status first, 100 rows a
     page, a count lists its hosts, a cell opens its evidence from its compressed block, the last block too. Size
     and speed are measured by make bench, not here."""
-    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report, report_files
 
     def result(index):
         findings = {}
@@ -126,7 +126,7 @@ def test_ten_thousand_hosts_counts_first_pages_and_evidence_on_demand(browser, t
     hosts = ['host%05d' % i for i in range(10000)]
     data = fleet_report.build(hosts, dict((h, result(i)) for i, h in enumerate(hosts)),
                               [(d.ID, d.TITLE) for d in DETECTIONS], '0.2.0')
-    paths, problems = fleet_report.write(data, str(tmp_path), ['html'])
+    paths, problems = report_files.write(data, str(tmp_path), ['html'])
     assert not problems
     browser.get('file://%s' % paths['html'])
     affected = browser.find_element(By.CSS_SELECTOR, '#counts td.count[data-check="pi_ir_tx"][data-status="affected"]')
@@ -156,7 +156,7 @@ def test_a_browser_without_decompression_says_where_the_findings_are(browser, re
 
 def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
     """A remediation run's report: the host whose fix failed and the one not touched say so in their details."""
-    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report, report_files
     finding = {'id': 'pi_ir_tx', 'title': 'IR', 'status': 'at_risk', 'summary': 's', 'evidence': {},
                'remediation': {'manual': ['fix it']}, 'references': []}
     results = dict((h, {'ansible_facts': {'postmortem': {'pi_ir_tx': finding}}}) for h in ('pi-1', 'pi-2'))
@@ -164,7 +164,7 @@ def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
                               remediation={'pi-1': {'state': 'failed', 'task': 'Replace the overlay',
                                                     'reason': 'Read-only file system </p>'},
                                            'pi-2': {'state': 'not_run', 'reason': 'not touched: pi-1 failed'}})
-    paths, problems = fleet_report.write(data, str(tmp_path), ['html'])
+    paths, problems = report_files.write(data, str(tmp_path), ['html'])
     assert not problems
     browser.get('file://%s' % paths['html'])
     for host, text in (('pi-1', "Remediation FAILED in 'Replace the overlay': Read-only file system </p>"),
@@ -176,7 +176,7 @@ def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path
     """What changed since the previous audit and what was accepted, marked in the grid and the details,
     with a filter for the hosts that changed."""
     import datetime
-    from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report as fleet_report, report_drift
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report as fleet_report, report_drift, report_files
 
     def results(statuses):
         return dict((h, {'ansible_facts': {'postmortem': {'pi_ir_tx': {
@@ -192,7 +192,7 @@ def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path
     data['drift'] = report_drift.compare(data, report_drift.baseline_from_history(history, str(tmp_path)), history)
     data['accept'] = accepted.apply(data, accepted.parse([{'host': 'pi-4', 'check': 'pi_ir_tx', 'reason': 'known, waiting',
                                                            'expires': '2099-01-01'}], 'accept.yml'), datetime.date.today())
-    paths, problems = fleet_report.write(data, str(tmp_path), ['html'])
+    paths, problems = report_files.write(data, str(tmp_path), ['html'])
     assert not problems
     browser.get('file://%s' % paths['html'])
     assert browser.find_element(By.ID, 'drift').text.startswith('Since 2026-11-30T02:00:00Z: 1 opened, 1 closed')

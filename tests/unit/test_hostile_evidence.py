@@ -1,7 +1,7 @@
 """Hostile structures, class by class: JSON nested too deep or too large is refused by the one
 bounded loader with the reason; whatever a detection keeps as evidence leaves the host bounded
 in depth and size (finding.bounded_finding, json_safe); the controller's report survives any
-finding a module can return (report.plain, build, the files, the summary).
+finding a module can return (report_encoding.plain, build, the files, the summary).
 
 Depth thresholds measured here, not assumed: json.loads raises RecursionError near 1,000
 levels; json_safe before this change near 500 (two frames a level); ansible-core 2.19 templating
@@ -16,7 +16,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, finding, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report, report_encoding, report_files, report_summary
 
 BOUND_S = 10
 
@@ -158,7 +158,7 @@ def hostile_result(depth):
 def test_the_report_survives_any_nesting_a_result_can_hold(tmp_path, depth):
     started = time.monotonic()
     built = report.build(['deep', 'fine'], {'deep': hostile_result(depth), 'fine': None}, [('pi_ir_tx', 't')], '0.2.0')
-    paths, problems = report.write(built, str(tmp_path), ['json', 'junit', 'html'])
+    paths, problems = report_files.write(built, str(tmp_path), ['json', 'junit', 'html'])
     lines = report_summary.summary_lines(built, paths)
     assert time.monotonic() - started < BOUND_S
     assert problems == []
@@ -186,5 +186,5 @@ def test_fix_text_takes_any_remediation():
 
 
 def test_plain_cuts_where_the_host_would():
-    assert depth_of(report.plain({'a': nested(5000)})) == finding.MAX_DEPTH
-    assert report.plain({'a': [1, {'b': float('inf')}]}) == {'a': [1, {'b': 'inf'}]}
+    assert depth_of(report_encoding.plain({'a': nested(5000)})) == finding.MAX_DEPTH
+    assert report_encoding.plain({'a': [1, {'b': float('inf')}]}) == {'a': [1, {'b': 'inf'}]}

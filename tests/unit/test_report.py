@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_encoding, report_files, report_html, report_junit, report_summary
 
 CHECKS = [('pi_ir_tx', 'Pi IR'), ('llama_sleep_race', 'Sleep race')]
 
@@ -60,7 +60,7 @@ def test_threshold(fleet, fail_on, unaudited, hits):
 
 
 def test_junit_maps_statuses(fleet):
-    root = ET.fromstring(report.to_junit(fleet))
+    root = ET.fromstring(report_junit.to_junit(fleet))
     assert root.get('tests') == '10'
     assert root.get('failures') == '2'
     assert root.get('errors') == '6'  # 3 hosts x 2 checks
@@ -111,7 +111,7 @@ def test_nothing_audited_is_a_report_of_its_own():
     assert "NOTHING WAS AUDITED: no host matched 'web*' in /srv/inv.yml." in lines
     assert report_summary.gate_lines(empty, 'never', True, True, []) == ['Gate: FAILED: nothing was audited (postmortem_fail_on_no_hosts: true).']
     assert json.loads(report.to_json(empty))['nothing_audited'].startswith('no host matched')
-    junit = ET.fromstring(report.to_junit(empty))
+    junit = ET.fromstring(report_junit.to_junit(empty))
     assert junit.get('errors') == '1' and junit.find('.//error').get('type') == 'nothing_audited'
     assert 'NOTHING WAS AUDITED' in report.render_html(empty)
     limited = report.build([], {}, CHECKS, '0.2.0', scope=dict(scope, limit='db1'))
@@ -158,7 +158,7 @@ def test_html_for_ten_thousand_hosts_parses_an_index_not_the_evidence():
 
 
 def test_write_is_atomic_and_complete(tmp_path, fleet):
-    paths, problems = report.write(fleet, str(tmp_path / 'out'), ['json', 'junit', 'html'])
+    paths, problems = report_files.write(fleet, str(tmp_path / 'out'), ['json', 'junit', 'html'])
     assert problems == []
     assert sorted(p.rsplit('/', 1)[1] for p in paths.values()) == ['postmortem-junit.xml', 'postmortem.html', 'postmortem.json']
     assert json.load(open(paths['json']))['totals']['affected'] == 1
@@ -184,7 +184,7 @@ def test_fix_text_names_role_vars_module_and_disruption():
 def test_a_report_path_that_is_a_file_is_said_in_words(tmp_path, fleet):
     target = tmp_path / 'report'
     target.write_text('x')
-    paths, problems = report.write(fleet, str(target), ['json'])
+    paths, problems = report_files.write(fleet, str(target), ['json'])
     assert paths == {}
     assert problems == ['the report directory %s is not a directory (a file of that name exists)' % target]
 
@@ -218,7 +218,7 @@ def test_one_malformed_host_result_is_that_hosts_error_only(facts, reason):
     bad = fleet['hosts'][0]
     assert (bad['state'], bad['reason']) == ('failed', reason)
     assert fleet['hosts'][1]['state'] == 'audited'
-    ET.fromstring(report.to_junit(fleet))
+    ET.fromstring(report_junit.to_junit(fleet))
     report_summary.summary_lines(fleet, {})
 
 
@@ -292,10 +292,10 @@ def test_the_fast_copy_falls_back_where_json_is_not_strict():
     class Tagged(str):
         pass
     clean = {'a': [1, 2.5, None, True, {'b': Tagged('x')}]}
-    assert report.plain_fast(clean) == {'a': [1, 2.5, None, True, {'b': 'x'}]}
-    assert report.plain_fast({'v': float('nan')}) == {'v': 'nan'}
-    assert report.plain_fast({'v': u'bad \udcff byte'}) == {'v': 'bad \\xff byte'}
-    assert report.plain_fast({'v': {1, 2}}) == report.plain({'v': {1, 2}})
+    assert report_encoding.plain_fast(clean) == {'a': [1, 2.5, None, True, {'b': 'x'}]}
+    assert report_encoding.plain_fast({'v': float('nan')}) == {'v': 'nan'}
+    assert report_encoding.plain_fast({'v': u'bad \udcff byte'}) == {'v': 'bad \\xff byte'}
+    assert report_encoding.plain_fast({'v': {1, 2}}) == report_encoding.plain({'v': {1, 2}})
 
 
 HOSTILE = {'markup': 'say "hi" & <b>\'x\'</b> ]]> </script><!-- -->', 'controls': 'a\x00b\x07c\tline\nnext\r\n',
@@ -330,7 +330,7 @@ def test_the_json_file_is_json_dumps_of_the_report(hostile_fleet):
 
 
 def test_junit_carries_hostile_text_as_xml_can(hostile_fleet):
-    root = ET.fromstring(report.to_junit(hostile_fleet))
+    root = ET.fromstring(report_junit.to_junit(hostile_fleet))
     failure = root.find("./testsuite[@name='strict']/testcase[@name='pi_ir_tx']/failure")
     assert failure.get('message') == 'affected: IR "broken" <now>\n\\x01'
     assert json.loads(failure.text)['evidence']['markup'] == HOSTILE['markup']
@@ -351,10 +351,10 @@ def test_html_blocks_hold_the_same_findings(hostile_fleet):
 
 def test_the_encoder_without_its_c_accelerator_gives_the_same_text(monkeypatch, hostile_fleet):
     monkeypatch.setattr('json.encoder.c_make_encoder', None)
-    public = report._make_strict_encode()
+    public = report_encoding._make_strict_encode()
     for entry in hostile_fleet['hosts']:
         for value in entry['findings'].values():
-            assert public(value) == report.strict_encode(value) == json.dumps(value, separators=(',', ':'), ensure_ascii=False)
+            assert public(value) == report_encoding.strict_encode(value) == json.dumps(value, separators=(',', ':'), ensure_ascii=False)
 
 
 def test_failed_and_skipped_remediation_is_named():
