@@ -200,6 +200,11 @@ def test_many_slow_models_end_within_the_detection_budget(tmp_path):
     assert 'model(s) were not read: the detection time budget of 3 s (detection_timeout) is used up' in left['summary']
     assert sum(1 for i in renderer.values() if i['status'] == 'affected') + left['evidence']['count'] + sum(
         1 for i in renderer.values() if 'did not answer' in i['summary']) == 20
+    # A model whose request the first detection's budget cut is asked again by the next, with a budget of its own.
+    cut = [n for n, i in renderer.items() if 'what was left of the detection time budget' in i['summary']]
+    assert len(cut) == 1, renderer
+    later = [findings[c] for c in OLLAMA if c != 'ollama_gemma4_renderer']
+    assert any(by_model(f).get(cut[0], {}).get('status') in ('at_risk', 'ok', 'affected') for f in later), later
 
 
 # --- shapes: every field of the wrong type --------------------------------------------------------

@@ -108,7 +108,7 @@ def call(settings, path, body=None, timeout=None, runner=None, max_bytes=loopbac
     if runner is not None:
         left, limit = runner.limit(seconds)
         if left <= 0:
-            raise loopback_http.ProbeFailure('%s was not asked: %s is used up' % (url, limit), finding_status='unknown')
+            raise _budget_failure('%s was not asked: %s is used up' % (url, limit))
         if left < seconds:
             seconds, why = left, limit
     try:
@@ -116,10 +116,17 @@ def call(settings, path, body=None, timeout=None, runner=None, max_bytes=loopbac
                                                    timeout=seconds, headers=None, max_bytes=max_bytes)
     except loopback_http.ProbeFailure as exc:
         if why and exc.finding_status == 'unknown':
-            raise loopback_http.ProbeFailure('%s did not answer within %.1f s, what was left of %s' % (url, seconds, why),
-                                             exc.status, 'unknown', exc.unreachable)
+            raise _budget_failure('%s did not answer within %.1f s, what was left of %s' % (url, seconds, why))
         raise
     return data
+
+
+def _budget_failure(reason):
+    """A request the running detection's budget cut: ``unknown``, and never kept for the next detection,
+    which has a budget of its own."""
+    failure = loopback_http.ProbeFailure(reason, finding_status='unknown')
+    failure.budget = True
+    return failure
 
 
 class Ollama(object):
@@ -192,6 +199,8 @@ class Ollama(object):
                     problem = '/api/show of %s: %s' % (name, wrong) if wrong else None
                 self._shown[name] = loopback_http.ProbeFailure(problem) if problem else data
             except loopback_http.ProbeFailure as exc:
+                if getattr(exc, 'budget', False):
+                    raise
                 self._shown[name] = None if exc.status == 404 else exc
         if isinstance(self._shown[name], loopback_http.ProbeFailure):
             raise self._shown[name]
