@@ -6,7 +6,7 @@ Writes into the directory given:
 - docs/ (its pages and any file they link), README.md and CHANGELOG.rst, copied (their relative links
   then resolve as in a checkout);
 - playbooks/<name>.rst: each playbook's header comment, its plays, and the variables it reads
-  (plugins/module_utils/audit_interface.py VARIABLES, the list audit_validate checks a run against).
+  (plugins/module_utils/audit_variables.py VARIABLES, the list audit_validate checks a run against).
 antsibull-docs writes collections/ (every module and role) beside them.
 
 Usage: python scripts/docsite.py DEST
@@ -24,8 +24,8 @@ GUIDES = ('architecture', 'performance', 'awx')
 def _collection():
     path = os.environ.get('POSTMORTEM_COLLECTIONS_PATH', os.path.join(REPO_ROOT, 'build', 'collections'))
     sys.path.insert(0, path)
-    from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface, registry
-    return audit_interface, registry
+    from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
+    return audit_variables, registry
 
 
 def _rst_text(text):
@@ -111,7 +111,7 @@ def index_page(detections, other_pages, playbooks):
 
 
 def main(dest):
-    audit_interface, registry = _collection()
+    audit_variables, registry = _collection()
     os.makedirs(os.path.join(dest, 'docs'), exist_ok=True)
     os.makedirs(os.path.join(dest, 'playbooks'), exist_ok=True)
     pages = sorted(os.path.splitext(f)[0] for f in os.listdir(os.path.join(REPO_ROOT, 'docs')) if f.endswith('.md'))
@@ -133,7 +133,7 @@ def main(dest):
     for name in playbooks:
         imported_by = [other for other in playbooks if name + '.yml' in imports(texts[other])]
         with open(os.path.join(dest, 'playbooks', name + '.rst'), 'w', encoding='utf-8') as handle:
-            handle.write(playbook_page(name, texts[name], audit_interface.VARIABLES, imported_by))
+            handle.write(playbook_page(name, texts[name], audit_variables.VARIABLES, imported_by))
     with open(os.path.join(dest, 'index.rst'), 'w', encoding='utf-8') as handle:
         handle.write(index_page(detections, others, playbooks))
 

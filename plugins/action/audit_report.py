@@ -12,18 +12,18 @@ import os
 import time
 
 import yaml
-from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_metrics, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 display = Display()
 
 # Options a playbook variable feeds take its default from the one declaration (audit_interface).
-default = audit_interface.option_default
+default = audit_variables.option_default
 ARGUMENT_SPEC = dict(
     dest=dict(type='path', default=default('audit_report', 'dest')),
     hosts=dict(type='list', elements='str'),
@@ -32,7 +32,7 @@ ARGUMENT_SPEC = dict(
     remediation_var=dict(type='str'),
     formats=dict(type='list', elements='str', default=['json', 'junit', 'html', 'prometheus'],
                  choices=['json', 'junit', 'html', 'prometheus']),
-    fail_on=dict(type='str', default=default('audit_report', 'fail_on'), choices=list(audit_interface.FAIL_ON_CHOICES)),
+    fail_on=dict(type='str', default=default('audit_report', 'fail_on'), choices=list(audit_variables.FAIL_ON_CHOICES)),
     fail_on_unaudited=dict(type='bool', default=default('audit_report', 'fail_on_unaudited')),
     print_summary=dict(type='bool', default=True),
     fail_on_no_hosts=dict(type='bool', default=default('audit_report', 'fail_on_no_hosts')),
@@ -96,19 +96,13 @@ def _compare(report, dest, previous):
     return history, baseline
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Runs on the controller: reads every host's audit result, writes the reports."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-
-        hosts = args['hosts'] if args['hosts'] is not None else list(task_vars.get('ansible_play_hosts_all') or [])
+        result, task_vars, args, hosts = self.start(tmp, task_vars)
         hostvars = task_vars.get('hostvars') or {}
         results, before, remediation = {}, {}, {}
         for host in hosts:

@@ -10,12 +10,13 @@ import os
 import time
 
 import yaml
-from ansible.plugins.action import ActionBase
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface as interface
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import root_problem
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
     playbook=dict(type='str', default='audit', choices=['audit', 'remediate']),
@@ -70,18 +71,13 @@ def tag_problems(playbook, run_tags, skip_tags):
     return found
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Runs once on the controller, before any host: the run's variables, all of them, checked."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
-        hosts = args['hosts'] if args['hosts'] is not None else list(task_vars.get('ansible_play_hosts_all') or [])
+        result, task_vars, args, hosts = self.start(tmp, task_vars)
         hostvars = task_vars.get('hostvars') or {}
 
         names, per_value = set(), {}
@@ -92,7 +88,7 @@ class ActionModule(ActionBase):
                 continue
             ours = [k for k in variables if k.startswith(interface.PREFIX)]
             names.update(ours)
-            checks = variables.get('postmortem_checks', interface.DEFAULTS['postmortem_checks'])
+            checks = variables.get('postmortem_checks', audit_variables.DEFAULTS['postmortem_checks'])
             for name in PER_HOST:
                 if name in ours:
                     key = (name, repr(variables[name]), repr(checks) if name == 'postmortem_probes' else None)

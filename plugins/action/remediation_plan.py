@@ -9,36 +9,32 @@ __metaclass__ = type
 import datetime
 
 import yaml
-from ansible.plugins.action import ActionBase
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
     stage=dict(type='str', default='plan', choices=['plan', 'record']),
     before_var=dict(type='str', default='postmortem_before'),
-    remediate=dict(type='list', elements='str', default=audit_interface.option_default('remediation_plan', 'remediate')),
-    accept=dict(type='str', default=audit_interface.option_default('remediation_plan', 'accept')),
-    remediate_accepted=dict(type='bool', default=audit_interface.option_default('remediation_plan', 'remediate_accepted')),
+    remediate=dict(type='list', elements='str', default=audit_variables.option_default('remediation_plan', 'remediate')),
+    accept=dict(type='str', default=audit_variables.option_default('remediation_plan', 'accept')),
+    remediate_accepted=dict(type='bool', default=audit_variables.option_default('remediation_plan', 'remediate_accepted')),
     plan=dict(type='dict'),
     ran=dict(type='list', elements='str', default=[]),
     failure=dict(type='dict'),
 )
 
 
-class ActionModule(ActionBase):
+class ActionModule(ControllerAction):
     """Runs on the controller for each host of the remediate playbook: before its fixes, which roles
     its findings call for (and why every other open finding is left alone, and whether an earlier
     batch stopped the run); after them, the record of what each role did."""
 
-    TRANSFERS_FILES = False
-    _requires_connection = False
-    _supports_check_mode = True
+    ARGUMENT_SPEC = ARGUMENT_SPEC
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
-        task_vars = task_vars or {}
-        _validation, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        result, task_vars, args, _hosts = self.start(tmp, task_vars)
         result['changed'] = False
         if args['stage'] == 'record':
             switches = dict((name, bool(self._templar.template(task_vars[name])))

@@ -13,7 +13,7 @@ short_description: The default of a homelab.postmortem playbook variable
 version_added: 0.2.0
 description:
   - Returns the default of each named C(postmortem_*) variable, from the one declaration of the audit's interface
-    (C(plugins/module_utils/audit_interface.py)), so that the playbooks write no default of their own.
+    (C(plugins/module_utils/audit_variables.py)), so that the playbooks write no default of their own.
   - The collection's C(docs/variables.md) lists every variable with its type, default and meaning.
 options:
   _terms:
@@ -41,7 +41,7 @@ _raw:
 from ansible.errors import AnsibleError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
 
 
 class LookupModule(LookupBase):
@@ -49,8 +49,8 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         found = []
         for name in terms:
-            if name not in audit_interface.DEFAULTS:
+            if name not in audit_variables.DEFAULTS:
                 raise AnsibleError('%s is not a variable of homelab.postmortem; the variables are %s'
-                                   % (name, ', '.join(audit_interface.NAMES)))
-            found.append(audit_interface.DEFAULTS[name])
+                                   % (name, ', '.join(audit_variables.NAMES)))
+            found.append(audit_variables.DEFAULTS[name])
         return found

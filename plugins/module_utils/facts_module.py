@@ -11,7 +11,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import DEFAULT_MAX_INSTANCES, AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
@@ -40,7 +40,7 @@ def root_problem(root, local_checks=True):
 
 
 def argument_spec(with_checks):
-    default = audit_interface.option_default
+    default = audit_variables.option_default
     spec = dict(
         probes=dict(type='list', elements='str', default=default('audit_facts', 'probes')),
         # str, not path: path would expand $HOME and ~, auditing somewhere nobody asked for.

@@ -133,22 +133,8 @@ options:
     description: Print the summary table on the terminal.
     type: bool
     default: true
-attributes:
-  action:
-    support: full
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-  check_mode:
-    support: full
-    description: Writes the report in check mode too; the report is on the controller and changes no managed host.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+extends_documentation_fragment:
+  - homelab.postmortem.controller
 seealso:
   - module: homelab.postmortem.audit_facts
 '''

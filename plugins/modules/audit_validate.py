@@ -17,7 +17,7 @@ description:
     C(homelab.postmortem.audit) and C(homelab.postmortem.remediate) playbooks. It reads the run's
     C(postmortem_*) variables itself (extra vars, and each host's inventory and group vars) and
     checks them against the one declaration of the audit's interface
-    (C(plugins/module_utils/audit_interface.py)).
+    (C(plugins/module_utils/audit_variables.py)).
   - Checked, naming the variable and the hosts it was set for - C(postmortem_checks) (ids and groups),
     C(postmortem_probes), C(postmortem_settings) (every detection's settings, typed), C(postmortem_fail_on),
     C(postmortem_fail_on_unaudited), C(postmortem_fail_on_no_hosts), C(postmortem_become) (booleans),
@@ -41,22 +41,8 @@ options:
     description: Hosts whose variables to check. Defaults to C(ansible_play_hosts_all).
     type: list
     elements: str
-attributes:
-  action:
-    support: full
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+extends_documentation_fragment:
+  - homelab.postmortem.controller
 seealso:
   - module: homelab.postmortem.audit_facts
   - module: homelab.postmortem.audit_report

@@ -36,22 +36,8 @@ options:
     description: Fix accepted findings too.
     type: bool
     default: false
-attributes:
-  action:
-    support: full
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-  check_mode:
-    support: full
-    description: Chooses the same roles in check mode; it changes nothing.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+extends_documentation_fragment:
+  - homelab.postmortem.controller
 seealso:
   - module: homelab.postmortem.audit_facts
 '''

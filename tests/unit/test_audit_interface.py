@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface as interface
+from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables as variables
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOKS = os.path.join(REPO_ROOT, 'playbooks')
@@ -61,7 +62,7 @@ def test_every_variable_the_playbooks_read_is_declared():
 def test_each_playbook_header_documents_its_variables(playbook):
     with open(os.path.join(PLAYBOOKS, playbook + '.yml')) as handle:
         header = ''.join(line for line in handle if line.startswith('#'))
-    for name, _kind, _default, playbooks, _doc in interface.VARIABLES:
+    for name, _kind, _default, playbooks, _doc in variables.VARIABLES:
         if playbook in playbooks and (playbook == 'audit' or 'audit' not in playbooks):
             assert name in header, (playbook, name)
 
@@ -110,19 +111,19 @@ def test_tags_must_name_detections():
     assert problems[1].startswith('--skip-tags podman names no detection')
 
 
-@pytest.mark.parametrize('name', sorted(interface.MODULE_OPTIONS))
+@pytest.mark.parametrize('name', sorted(variables.MODULE_OPTIONS))
 def test_each_module_option_a_variable_feeds_documents_the_variables_default(name):
     """The playbooks pass default(omit): the module's own default must be the declared one, and its
     documentation must say so (ansible-doc shows it)."""
     import importlib
-    for module, option in interface.MODULE_OPTIONS[name]:
+    for module, option in variables.MODULE_OPTIONS[name]:
         source = importlib.import_module('ansible_collections.homelab.postmortem.plugins.modules.%s' % module)
         doc = yaml.safe_load(source.DOCUMENTATION)
         options = dict(doc.get('options') or {})
         if option not in options:  # audit_facts takes its common options from the detection doc fragment
             from ansible_collections.homelab.postmortem.plugins.doc_fragments import detection
             options.update(yaml.safe_load(detection.ModuleDocFragment.DOCUMENTATION)['options'])
-        assert options[option].get('default') == interface.DEFAULTS[name], (name, module, option)
+        assert options[option].get('default') == variables.DEFAULTS[name], (name, module, option)
 
 
 def test_the_playbooks_write_no_default_of_their_own():
