@@ -78,8 +78,16 @@ def status_table(text):
     return rows
 
 
+class _IndentedDumper(yaml.SafeDumper):
+    """Lists indented under their key, as yamllint (ansible-lint's yaml rule) wants them."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
 def _yaml(data, width=110):
-    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=width, allow_unicode=True).rstrip('\n')
+    text = yaml.dump(data, Dumper=_IndentedDumper, sort_keys=False, default_flow_style=False, width=width,
+                     allow_unicode=True).rstrip('\n')
     return re.sub(r': null$', ':', text, flags=re.M)
 
 

@@ -22,10 +22,4 @@ attributes:
   diff_mode:
     support: none
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
 '''

@@ -27,8 +27,4 @@ attributes:
   diff_mode:
     support: full
     description: Returns the before and after text of each changed file.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
 '''

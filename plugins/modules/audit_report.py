@@ -135,6 +135,7 @@ options:
     default: true
 extends_documentation_fragment:
   - homelab.postmortem.controller
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts
 '''

@@ -43,6 +43,7 @@ options:
     elements: str
 extends_documentation_fragment:
   - homelab.postmortem.controller
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts
   - module: homelab.postmortem.audit_report

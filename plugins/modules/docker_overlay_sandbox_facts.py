@@ -14,56 +14,56 @@ module: docker_overlay_sandbox_facts
 short_description: A failing swarm task cuts healthy containers off their overlay network while docker ps says running
 version_added: 0.1.0
 description:
-- 'On a Docker swarm node the overlay driver counts the endpoints joined to each overlay network on that node and
-  destroys the network''s sandbox when the count reaches zero. Since Engine 29.0.0 a container start that fails
-  after the driver''s C(Join) (a published host port that is taken, a bad endpoint option) is rolled back with two
-  C(Leave)s, so every failed start takes one join too many. A service in a restart loop does this every few seconds.
-  After N+1 failures on a node with N containers on the network (plus its load-balancer endpoint), the sandbox is
-  destroyed under the healthy containers: their overlay interface shows C(NO-CARRIER), nothing reaches them, and
-  C(docker ps) / C(docker inspect) say C(running) throughout. Restarting the containers is not enough once the count
-  went below zero; restarting the daemon is.'
-- 'What upstream''s code says (moby/moby, read 2026-08-23):'
-- 'From v29 a join can also be taken off when the driver''s C(Join) itself fails. C(Endpoint.sbJoin) registers the
-  deferred ''ep.sbLeave(ctx, sb, n, true)'' before it calls C(d.Join) (daemon/libnetwork/endpoint.go:514-523 and
-  l.536 at docker-v29.0.0, the same lines at v29.7.2; at v28.5.2 the only defer before C(d.Join) clears the sandbox
-  id, libnetwork/endpoint.go:525-531, and C(d.Leave) is deferred only after a successful C(Join), l.542-551). C(sbLeave)
-  calls the driver''s C(Leave) (endpoint.go:772 at 29.0.0). In the overlay driver''s C(Join), these failures come
-  before C(joinSandbox) raises the count (C(n.joinCnt++), drivers/overlay/ov_network.go:286 at 29.0.0, l.278 at
-  29.7.2): "cannot join secure network: encryption keys not present" (joinleave.go:53), "... required modules to
-  install IPSEC rules are missing on host" (l.60), "could not find subnet for endpoint" (l.65), and a network or
-  subnet sandbox that cannot be set up (l.68, ov_network.go: 269 and 282). The overlay C(Leave) still finds the
-  endpoint, its C(peerDelete) only warns "Peer entry was not in db" (peerdb.go:185) and returns nil, and C(leaveSandbox)
-  takes one off a count that was never raised (joinleave.go:251-255, ov_network.go:302). (A C(Join) that fails *after*
-  the count was raised is rolled back by that one C(sbLeave): balanced.) The container start reports such a failure
-  as "failed to set up container networking: ..." (daemon/start_linux.go:38 at 29.0.0), which is one of the network-setup
-  errors counted below, so these failed starts count like the others.'
-- 'Returns C(ansible_facts.postmortem.docker_overlay_sandbox); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [docker_overlay_sandbox]), with every other detection in one round trip.'
-- Needs root (the daemon's socket and the containers' network namespaces are root's); without it the finding is
-  C(unknown) and says so.
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- Opt-in probes (I(probes)) - C(overlay_ping); the docs page says what each sends and its bounds.
-- 'Setting C(affected_from) (version, default C(29.0.0)) - First Engine version whose failed starts take a join
-  too many (moby PR #50945).'
-- Setting C(api_timeout) (int (1 to 300), default C(10)) - Seconds one Engine API request may take.
-- 'Setting C(exec_root) (str or null, default none) - The daemon''s exec root, used only where a container''s sandbox
-  key does not show it (NetworkSettings.SandboxKey is <exec-root>/netns/<id>); unset: as dockerd resolves it (--exec-root,
-  else "exec-root" in its config file, else its default).'
-- Setting C(fixed_in) (version or null, default none) - First Engine version with the fix; unset while upstream
-  has none.
-- Setting C(journal_unit) (str, default C(docker.service)) - Unit whose journal is searched for "Peer entry was
-  not in db" warnings.
-- Setting C(probe_max_containers) (int (1 to 500), default C(20)) - Containers the overlay_ping probe sends one
-  ping from.
-- Setting C(socket) (str, default C(unix:///var/run/docker.sock)) - The daemon's API socket (DOCKER_HOST form, unix
-  only).
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/docker_overlay_sandbox.md).
+  - 'On a Docker swarm node the overlay driver counts the endpoints joined to each overlay network on that node
+    and destroys the network''s sandbox when the count reaches zero. Since Engine 29.0.0 a container start that
+    fails after the driver''s C(Join) (a published host port that is taken, a bad endpoint option) is rolled back
+    with two C(Leave)s, so every failed start takes one join too many. A service in a restart loop does this every
+    few seconds. After N+1 failures on a node with N containers on the network (plus its load-balancer endpoint),
+    the sandbox is destroyed under the healthy containers: their overlay interface shows C(NO-CARRIER), nothing
+    reaches them, and C(docker ps) / C(docker inspect) say C(running) throughout. Restarting the containers is not
+    enough once the count went below zero; restarting the daemon is.'
+  - 'What upstream''s code says (moby/moby, read 2026-08-23):'
+  - 'From v29 a join can also be taken off when the driver''s C(Join) itself fails. C(Endpoint.sbJoin) registers
+    the deferred ''ep.sbLeave(ctx, sb, n, true)'' before it calls C(d.Join) (daemon/libnetwork/endpoint.go:514-523
+    and l.536 at docker-v29.0.0, the same lines at v29.7.2; at v28.5.2 the only defer before C(d.Join) clears the
+    sandbox id, libnetwork/endpoint.go:525-531, and C(d.Leave) is deferred only after a successful C(Join), l.542-551).
+    C(sbLeave) calls the driver''s C(Leave) (endpoint.go:772 at 29.0.0). In the overlay driver''s C(Join), these
+    failures come before C(joinSandbox) raises the count (C(n.joinCnt++), drivers/overlay/ov_network.go:286 at 29.0.0,
+    l.278 at 29.7.2): "cannot join secure network: encryption keys not present" (joinleave.go:53), "... required
+    modules to install IPSEC rules are missing on host" (l.60), "could not find subnet for endpoint" (l.65), and
+    a network or subnet sandbox that cannot be set up (l.68, ov_network.go: 269 and 282). The overlay C(Leave) still
+    finds the endpoint, its C(peerDelete) only warns "Peer entry was not in db" (peerdb.go:185) and returns nil,
+    and C(leaveSandbox) takes one off a count that was never raised (joinleave.go:251-255, ov_network.go:302). (A
+    C(Join) that fails *after* the count was raised is rolled back by that one C(sbLeave): balanced.) The container
+    start reports such a failure as "failed to set up container networking: ..." (daemon/start_linux.go:38 at 29.0.0),
+    which is one of the network-setup errors counted below, so these failed starts count like the others.'
+  - 'Returns C(ansible_facts.postmortem.docker_overlay_sandbox); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [docker_overlay_sandbox]), with every other detection in one round trip.'
+  - Needs root (the daemon's socket and the containers' network namespaces are root's); without it the finding is
+    C(unknown) and says so.
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - Opt-in probes (I(probes)) - C(overlay_ping); the docs page says what each sends and its bounds.
+  - 'Setting C(affected_from) (version, default C(29.0.0)) - First Engine version whose failed starts take a join
+    too many (moby PR #50945).'
+  - Setting C(api_timeout) (int (1 to 300), default C(10)) - Seconds one Engine API request may take.
+  - 'Setting C(exec_root) (str or null, default none) - The daemon''s exec root, used only where a container''s
+    sandbox key does not show it (NetworkSettings.SandboxKey is <exec-root>/netns/<id>); unset: as dockerd resolves
+    it (--exec-root, else "exec-root" in its config file, else its default).'
+  - Setting C(fixed_in) (version or null, default none) - First Engine version with the fix; unset while upstream
+    has none.
+  - Setting C(journal_unit) (str, default C(docker.service)) - Unit whose journal is searched for "Peer entry was
+    not in db" warnings.
+  - Setting C(probe_max_containers) (int (1 to 500), default C(20)) - Containers the overlay_ping probe sends one
+    ping from.
+  - Setting C(socket) (str, default C(unix:///var/run/docker.sock)) - The daemon's API socket (DOCKER_HOST form,
+    unix only).
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/docker_overlay_sandbox.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -74,7 +74,7 @@ EXAMPLES = r'''
 - name: Measure it with the opt-in probe
   homelab.postmortem.docker_overlay_sandbox_facts:
     probes:
-    - overlay_ping
+      - overlay_ping
   become: true
 
 - name: With the setting affected_from given (here its default)
@@ -101,17 +101,17 @@ ansible_facts:
       contains:
         docker_overlay_sandbox:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Engine and API version, whether the version is in the affected range, swarm state, node id, manager
-            or worker, socket, exec root and where it came from (C(exec_root_from): the sandbox keys, or the assumption),
-            the assumed exec root with its source, the dockerd pid, its config file and notes (C(exec_root_assumed);
-            a config file that changed since the start is named there), a note when the keys and the assumption
-            differ, per network (netns directory and whether a key confirmed it, sandbox files, local containers,
-            failed network-setup tasks), the peer-entry warning count, and one instance per container (name, network,
-            address, MAC, interface, flags, carrier, link state, restart policy, sandbox, netns directory and where
-            it came from, ping) plus one per network with failed starts (count, first 10 tasks with service, state,
-            error with both of its ends kept, time).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Engine and API version, whether the version is in the affected range, swarm state, node id, manager
+              or worker, socket, exec root and where it came from (C(exec_root_from): the sandbox keys, or the assumption),
+              the assumed exec root with its source, the dockerd pid, its config file and notes (C(exec_root_assumed);
+              a config file that changed since the start is named there), a note when the keys and the assumption
+              differ, per network (netns directory and whether a key confirmed it, sandbox files, local containers,
+              failed network-setup tasks), the peer-entry warning count, and one instance per container (name, network,
+              address, MAC, interface, flags, carrier, link state, restart policy, sandbox, netns directory and
+              where it came from, ping) plus one per network with failed starts (count, first 10 tasks with service,
+              state, error with both of its ends kept, time).'
           returned: always
           type: dict
           sample:

@@ -14,40 +14,40 @@ module: llama_lora_cache_facts
 short_description: llama-server answers from KV computed under a different LoRA scale
 version_added: 0.1.0
 description:
-- 'llama-server reuses KV across requests by tokens only, in two places, and neither checks which LoRA scale computed
-  it (llama.cpp b11434, C(tools/server/server-context.cpp)):'
-- The RAM prompt cache (C(--cache-ram), on by default at 8192 MiB). When a request is given a slot, C(get_available_slot)
-  saves the slot's prompt to the cache and loads the entry with the longest matching prefix (C(prompt_load)). A
-  prompt computed under scale A, pushed out of its slot, and asked for again under scale B comes back with A's KV.
-  The adapter check in C(launch_slot_with_task) comes afterwards and compares the request with the slot's previous
-  request, not with the restored entry. This hits per-request clients (C("lora") in the request) and global clients
-  alike.
-- 'The slot''s own prefix. C(launch_slot_with_task) compares adapters only for requests that carry a C(lora) field
-  (and clears the slot when they differ). A request without one takes the global adapters (C(POST /lora-adapters))
-  and compares nothing, so after a global scale change the slot reuses the prefix it computed under the old scale
-  (ggml-org/llama.cpp#26207). C(--cache-ram 0) does not touch this path; only turning prompt caching off does (C(--no-cache-prompt):
-  C(n_past) stays 0 unless a request sends C(cache_prompt: true)).'
-- Status C(per_request_restore) - C("lora") in each request
-- Status C(per_request_slot) - C("lora") in each request
-- Status C(global_restore) - C(POST /lora-adapters)
-- Status C(global_slot) - C(POST /lora-adapters)
-- 'Returns C(ansible_facts.postmortem.llama_lora_cache); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [llama_lora_cache]), with every other detection in one round trip.'
-- Opt-in probes (I(probes)) - C(lora_cache); the docs page says what each sends and its bounds.
-- 'Setting C(clients_force_cache_prompt) (bool, default C(false)) - Clients send "cache_prompt": true themselves,
-  which overrides --no-cache-prompt: judge servers as if prompt caching were on, and send it in the probe''s measured
-  requests.'
-- Setting C(preset_paths) (list of str, default C([])) - Router preset INI files to read besides those named by
-  running routers.
-- Setting C(probe_markers) (int (3 to 10), default C(3)) - Random probe prompts per path, each measured across a
-  scale change and with the same scale (the control).
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_lora_cache.md).
+  - 'llama-server reuses KV across requests by tokens only, in two places, and neither checks which LoRA scale computed
+    it (llama.cpp b11434, C(tools/server/server-context.cpp)):'
+  - The RAM prompt cache (C(--cache-ram), on by default at 8192 MiB). When a request is given a slot, C(get_available_slot)
+    saves the slot's prompt to the cache and loads the entry with the longest matching prefix (C(prompt_load)).
+    A prompt computed under scale A, pushed out of its slot, and asked for again under scale B comes back with A's
+    KV. The adapter check in C(launch_slot_with_task) comes afterwards and compares the request with the slot's
+    previous request, not with the restored entry. This hits per-request clients (C("lora") in the request) and
+    global clients alike.
+  - 'The slot''s own prefix. C(launch_slot_with_task) compares adapters only for requests that carry a C(lora) field
+    (and clears the slot when they differ). A request without one takes the global adapters (C(POST /lora-adapters))
+    and compares nothing, so after a global scale change the slot reuses the prefix it computed under the old scale
+    (ggml-org/llama.cpp#26207). C(--cache-ram 0) does not touch this path; only turning prompt caching off does
+    (C(--no-cache-prompt): C(n_past) stays 0 unless a request sends C(cache_prompt: true)).'
+  - Status C(per_request_restore) - C("lora") in each request
+  - Status C(per_request_slot) - C("lora") in each request
+  - Status C(global_restore) - C(POST /lora-adapters)
+  - Status C(global_slot) - C(POST /lora-adapters)
+  - 'Returns C(ansible_facts.postmortem.llama_lora_cache); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [llama_lora_cache]), with every other detection in one round trip.'
+  - Opt-in probes (I(probes)) - C(lora_cache); the docs page says what each sends and its bounds.
+  - 'Setting C(clients_force_cache_prompt) (bool, default C(false)) - Clients send "cache_prompt": true themselves,
+    which overrides --no-cache-prompt: judge servers as if prompt caching were on, and send it in the probe''s measured
+    requests.'
+  - Setting C(preset_paths) (list of str, default C([])) - Router preset INI files to read besides those named by
+    running routers.
+  - Setting C(probe_markers) (int (3 to 10), default C(3)) - Random probe prompts per path, each measured across
+    a scale change and with the same scale (the control).
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_lora_cache.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -57,7 +57,7 @@ EXAMPLES = r'''
 - name: Measure it with the opt-in probe
   homelab.postmortem.llama_lora_cache_facts:
     probes:
-    - lora_cache
+      - lora_cache
   become: true
 
 - name: With the setting clients_force_cache_prompt given (here its default)
@@ -89,16 +89,16 @@ ansible_facts:
       contains:
         llama_lora_cache:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Per process: C(pid), C(argv) (secrets redacted), C(adapters), C(cache_ram), C(cache_ram_source), C(cache_prompt),
-            C(cache_prompt_source), C(config_problems) (a config file that could not be read, or no HOME to place
-            the user''s), C(lora_init_without_apply), C(supervisor), C(paths_at_risk), C(exposed_paths) (what is
-            still open after the probe), and with the probe C(probe.paths.<path>) (C(label), C(verdict), C(reason),
-            C(markers), C(cross_cache_n), C(control_cache_n), C(cross_disagreed), C(control_disagreed), C(informative),
-            and C(runs) with each answer, its uncached reference and the distance), C(probe.slots), C(probe.requests),
-            C(probe.measured_cache_prompt). Per preset section: C(file), C(section), C(adapters), C(cache_ram),
-            C(cache_ram_from), C(cache_prompt), C(cache_prompt_from), C(paths_at_risk), C(used_by).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Per process: C(pid), C(argv) (secrets redacted), C(adapters), C(cache_ram), C(cache_ram_source),
+              C(cache_prompt), C(cache_prompt_source), C(config_problems) (a config file that could not be read,
+              or no HOME to place the user''s), C(lora_init_without_apply), C(supervisor), C(paths_at_risk), C(exposed_paths)
+              (what is still open after the probe), and with the probe C(probe.paths.<path>) (C(label), C(verdict),
+              C(reason), C(markers), C(cross_cache_n), C(control_cache_n), C(cross_disagreed), C(control_disagreed),
+              C(informative), and C(runs) with each answer, its uncached reference and the distance), C(probe.slots),
+              C(probe.requests), C(probe.measured_cache_prompt). Per preset section: C(file), C(section), C(adapters),
+              C(cache_ram), C(cache_ram_from), C(cache_prompt), C(cache_prompt_from), C(paths_at_risk), C(used_by).'
           returned: always
           type: dict
           sample:

@@ -59,8 +59,7 @@ options:
     default: []
 extends_documentation_fragment:
   - homelab.postmortem.remediation
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.llama_lora_cache_facts
   - module: homelab.postmortem.llama_sleep_race_facts

@@ -14,30 +14,30 @@ module: llama_sleep_race_facts
 short_description: llama-server sleep mode loses or crashes on a request that arrives just before it sleeps
 version_added: 0.1.0
 description:
-- 'C(llama-server --sleep-idle-seconds N) unloads the model after N idle seconds and reloads it for a new task.
-  A completion handler checks that the server is awake, then tokenizes the prompt, then queues the task. If the
-  idle timer fires in between:'
-- 'during tokenization, the handler reads the vocabulary the sleep just freed: SIGSEGV in C(llama_vocab::text_to_token),
-  the process dies, nothing in its log (41 of 41 sends 34 to 3 ms before the sleep, with a 17,653-token prompt,
-  on b11368);'
-- after tokenization, the task is queued while the loop sleeps and waits for the next request to wake the server
-  (32 of 32 sends 46 to 34 ms before the sleep).
-- Status C(at_risk) - sleep mode is on (C(>= 0)); the summary says whether a crash would be restarted
-- Status C(ok) - sleep mode is off
-- Status C(error) - a value that is not a number, a preset that is not text or cannot be read
-- Status C(unknown) - a listed preset file that does not exist
-- Status C(not_applicable) - no llama-server process and no preset
-- 'Returns C(ansible_facts.postmortem.llama_sleep_race); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [llama_sleep_race]), with every other detection in one round trip.'
-- Setting C(preset_paths) (list of str, default C([])) - Router preset INI files to read besides those named by
-  running routers.
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_sleep_race.md).
+  - 'C(llama-server --sleep-idle-seconds N) unloads the model after N idle seconds and reloads it for a new task.
+    A completion handler checks that the server is awake, then tokenizes the prompt, then queues the task. If the
+    idle timer fires in between:'
+  - 'during tokenization, the handler reads the vocabulary the sleep just freed: SIGSEGV in C(llama_vocab::text_to_token),
+    the process dies, nothing in its log (41 of 41 sends 34 to 3 ms before the sleep, with a 17,653-token prompt,
+    on b11368);'
+  - after tokenization, the task is queued while the loop sleeps and waits for the next request to wake the server
+    (32 of 32 sends 46 to 34 ms before the sleep).
+  - Status C(at_risk) - sleep mode is on (C(>= 0)); the summary says whether a crash would be restarted
+  - Status C(ok) - sleep mode is off
+  - Status C(error) - a value that is not a number, a preset that is not text or cannot be read
+  - Status C(unknown) - a listed preset file that does not exist
+  - Status C(not_applicable) - no llama-server process and no preset
+  - 'Returns C(ansible_facts.postmortem.llama_sleep_race); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [llama_sleep_race]), with every other detection in one round trip.'
+  - Setting C(preset_paths) (list of str, default C([])) - Router preset INI files to read besides those named by
+    running routers.
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_sleep_race.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -73,12 +73,12 @@ ansible_facts:
       contains:
         llama_sleep_race:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Per process: C(pid), C(argv) (API keys and tokens redacted), C(sleep_idle_seconds), C(source), C(supervisor)
-            (C(unit), C(scope), C(restart), C(crash_restarted), C(n_restarts), C(fragment_path), C(drop_ins), or
-            C(reason) when it could not be told). Per preset section: C(file), C(section), C(defined_in), C(sleep_idle_seconds),
-            C(used_by), C(overridden_by).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Per process: C(pid), C(argv) (API keys and tokens redacted), C(sleep_idle_seconds), C(source), C(supervisor)
+              (C(unit), C(scope), C(restart), C(crash_restarted), C(n_restarts), C(fragment_path), C(drop_ins),
+              or C(reason) when it could not be told). Per preset section: C(file), C(section), C(defined_in), C(sleep_idle_seconds),
+              C(used_by), C(overridden_by).'
           returned: always
           type: dict
           sample:

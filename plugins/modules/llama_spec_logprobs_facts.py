@@ -14,22 +14,22 @@ module: llama_spec_logprobs_facts
 short_description: llama-server's logprobs are placeholders when speculative decoding is on
 version_added: 0.1.0
 description:
-- 'With speculative decoding on (a draft model with C(-md) and C(--spec-type draft-*), MTP, or an n-gram type),
-  every token that comes out of the speculative loop is sent with C(logprob: 0.0) and an empty C(top_logprobs) (C(result.prob
-  = 1.0f; // set later), never set). With a draft model that is every token after the first. The text is fine; anything
-  that averages logprobs is not (mean -0.0011 with a draft model against -0.48 without, in the write-up). There
-  is no per-request switch, and C(/props) always reports C(speculative.types: "none").'
-- 'Returns C(ansible_facts.postmortem.llama_spec_logprobs); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [llama_spec_logprobs]), with every other detection in one round trip.'
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- Opt-in probes (I(probes)) - C(spec_logprobs); the docs page says what each sends and its bounds.
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_spec_logprobs.md).
+  - 'With speculative decoding on (a draft model with C(-md) and C(--spec-type draft-*), MTP, or an n-gram type),
+    every token that comes out of the speculative loop is sent with C(logprob: 0.0) and an empty C(top_logprobs)
+    (C(result.prob = 1.0f; // set later), never set). With a draft model that is every token after the first. The
+    text is fine; anything that averages logprobs is not (mean -0.0011 with a draft model against -0.48 without,
+    in the write-up). There is no per-request switch, and C(/props) always reports C(speculative.types: "none").'
+  - 'Returns C(ansible_facts.postmortem.llama_spec_logprobs); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [llama_spec_logprobs]), with every other detection in one round trip.'
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - Opt-in probes (I(probes)) - C(spec_logprobs); the docs page says what each sends and its bounds.
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_spec_logprobs.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -39,7 +39,7 @@ EXAMPLES = r'''
 - name: Measure it with the opt-in probe
   homelab.postmortem.llama_spec_logprobs_facts:
     probes:
-    - spec_logprobs
+      - spec_logprobs
   become: true
 
 - name: Say what was found
@@ -60,11 +60,11 @@ ansible_facts:
       contains:
         llama_spec_logprobs:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Per process: C(pid), C(argv), C(spec_types), C(spec_type_source), C(draft_model), C(spec_default),
-            and with the probe C(probe.slots_speculative), C(tokens), C(after_first), C(empty_alternatives), C(zero_logprob),
-            C(first_alternatives), C(n_probs), C(verdict), C(reason).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Per process: C(pid), C(argv), C(spec_types), C(spec_type_source), C(draft_model), C(spec_default),
+              and with the probe C(probe.slots_speculative), C(tokens), C(after_first), C(empty_alternatives), C(zero_logprob),
+              C(first_alternatives), C(n_probs), C(verdict), C(reason).'
           returned: always
           type: dict
           sample:

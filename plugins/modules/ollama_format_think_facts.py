@@ -14,41 +14,41 @@ module: ollama_format_think_facts
 short_description: Ollama does not hold a thinking model to the schema when it answers without thinking
 version_added: 0.1.0
 description:
-- 'With C(think: true) and a C(format), Ollama applies the schema only after it has seen the model think, on the
-  chat path it renders itself. A reply that skips thinking and answers at once is never constrained: bare text where
-  JSON was required, HTTP 200. The write-up measured it on 0.34.4+ with qwen3; upstream''s history shows the behaviour
-  is older.'
-- 'Not every model reaches that logic:'
-- 'From v0.30.0-rc0, ChatHandler sends a model on llama-server''s native chat path to C(handleNativeChat) before
-  the two-pass code (server/routes.go @ v0.33.0-rc2 l.2674-2677), which passes the format to llama-server once.
-  Which models are native is chatModeForModel''s decision (l.2357-2385; the rules, per tag, are in ollama_schema_order):
-  models whose thinking comes from the GGUF chat template (no TEMPLATE layer), and models with a Go TEMPLATE when
-  C(OLLAMA_GO_TEMPLATE) turns it off, are native. Models with a renderer or parser (every Gemma 4), safetensors
-  models and harmony models (gpt-oss) stay rendered.'
-- 'Returns C(ansible_facts.postmortem.ollama_format_think); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [ollama_format_think]), with every other detection in one round trip.'
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- Opt-in probes (I(probes)) - C(format_think); the docs page says what each sends and its bounds.
-- Setting C(fixed_in) (version or null, default none) - First Ollama version that holds direct answers to the schema;
-  unset while none is known.
-- Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
-  as skipped.
-- Setting C(probe_max_models) (int (1 to 50), default C(3)) - Models the probe asks, at most.
-- 'Setting C(probe_models) (list of str, default C([])) - Models the format_think probe asks (default: every thinking
-  model, up to probe_max_models).'
-- 'Setting C(probe_seeds) (int (1 to 10), default C(2)) - Seeds per prompt: the probe sends 3 prompts x this many
-  requests per model.'
-- Setting C(probe_timeout) (int (1 to 1800), default C(120)) - Seconds one probe request may take (the model may
-  have to load).
-- Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
-- Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_format_think.md).
+  - 'With C(think: true) and a C(format), Ollama applies the schema only after it has seen the model think, on the
+    chat path it renders itself. A reply that skips thinking and answers at once is never constrained: bare text
+    where JSON was required, HTTP 200. The write-up measured it on 0.34.4+ with qwen3; upstream''s history shows
+    the behaviour is older.'
+  - 'Not every model reaches that logic:'
+  - 'From v0.30.0-rc0, ChatHandler sends a model on llama-server''s native chat path to C(handleNativeChat) before
+    the two-pass code (server/routes.go @ v0.33.0-rc2 l.2674-2677), which passes the format to llama-server once.
+    Which models are native is chatModeForModel''s decision (l.2357-2385; the rules, per tag, are in ollama_schema_order):
+    models whose thinking comes from the GGUF chat template (no TEMPLATE layer), and models with a Go TEMPLATE when
+    C(OLLAMA_GO_TEMPLATE) turns it off, are native. Models with a renderer or parser (every Gemma 4), safetensors
+    models and harmony models (gpt-oss) stay rendered.'
+  - 'Returns C(ansible_facts.postmortem.ollama_format_think); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [ollama_format_think]), with every other detection in one round trip.'
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - Opt-in probes (I(probes)) - C(format_think); the docs page says what each sends and its bounds.
+  - Setting C(fixed_in) (version or null, default none) - First Ollama version that holds direct answers to the
+    schema; unset while none is known.
+  - Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
+    as skipped.
+  - Setting C(probe_max_models) (int (1 to 50), default C(3)) - Models the probe asks, at most.
+  - 'Setting C(probe_models) (list of str, default C([])) - Models the format_think probe asks (default: every thinking
+    model, up to probe_max_models).'
+  - 'Setting C(probe_seeds) (int (1 to 10), default C(2)) - Seeds per prompt: the probe sends 3 prompts x this many
+    requests per model.'
+  - Setting C(probe_timeout) (int (1 to 1800), default C(120)) - Seconds one probe request may take (the model may
+    have to load).
+  - Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
+  - Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_format_think.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -58,7 +58,7 @@ EXAMPLES = r'''
 - name: Measure it with the opt-in probe
   homelab.postmortem.ollama_format_think_facts:
     probes:
-    - format_think
+      - format_think
   become: true
 
 - name: Say what was found
@@ -79,13 +79,13 @@ ansible_facts:
       contains:
         ollama_format_think:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
-            C(OLLAMA_GO_TEMPLATE) and where it was read, the cloud models skipped, per model its capabilities and
-            its chat path with the reason, and with the probe the counts (requests, skipped_thinking, broke_schema_without_thinking,
-            broke_schema_with_thinking) and up to three examples (prompt, seed, whether it thought, the reply's
-            first 160 characters).
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
+              C(OLLAMA_GO_TEMPLATE) and where it was read, the cloud models skipped, per model its capabilities
+              and its chat path with the reason, and with the probe the counts (requests, skipped_thinking, broke_schema_without_thinking,
+              broke_schema_with_thinking) and up to three examples (prompt, seed, whether it thought, the reply's
+              first 160 characters).
           returned: always
           type: dict
           sample:

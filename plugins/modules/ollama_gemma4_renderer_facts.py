@@ -14,39 +14,39 @@ module: ollama_gemma4_renderer_facts
 short_description: Ollama resolves a Gemma 4 copy of 12B or more to the small prompt template
 version_added: 0.1.0
 description:
-- 'Gemma 4 models in Ollama carry C(RENDERER gemma4), which Ollama resolves on every request to C(gemma4-small)
-  (the e2b/e4b template) or C(gemma4-large) (12b, 26b, 31b). The large template adds an empty thought block after
-  C(<|turn>model) when thinking is off; the small one does not. The choice is made from the model''s *name*, then
-  from C(Config.ModelType), else small. C(ollama cp gemma4:12b mygemma), or a Modelfile C(FROM gemma4:12b) saved
-  under a name without a size, keeps the base model''s config (C(RENDERER gemma4), model type "11.9B") under a new
-  name, and 11.9B is under the 12e9 threshold: the copy gets the small template. A Gemma 4 imported from safetensors
-  gets C(RENDERER gemma4) and no model type at all (x/create/client/create.go @ v0.33.0-rc2 l.388-402), so without
-  a size in its name it resolves small whatever its size: a 30.7B import too. HTTP 200, the same C(ollama show)
-  output for both, nothing in the log. The write-up measured four extra generated tokens on the 12B Q4_K_M and a
-  changed answer format on one prompt of six.'
-- 'The rules moved several times (ollama/ollama, read to 2026-08-21, newest tag v0.33.0-rc2 = fb3076099; "first
-  tag" is the first tag whose history has the commit, pre-releases included):'
-- 'C(Config.ModelType) is read by C(parseHumanParameterCount) (server/renderer_resolution.go @ v0.33.0-rc2 l.77-101):
-  the last character B, M or K in any case, the rest through Go''s C(strconv.ParseFloat), then ''uint64(value ×
-  unit)''. Whatever does not parse, the empty string included, is "not ok" and the resolver falls back to small
-  (l.50-54): an empty model type is small, never undecided. Only values whose C(uint64) conversion Go leaves to
-  the platform (negative, Inf, NaN, above 2^64) are C(unknown).'
-- 'Returns C(ansible_facts.postmortem.ollama_gemma4_renderer); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [ollama_gemma4_renderer]), with every other detection in one round trip.'
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- Setting C(fixed_in) (version or null, default none) - First Ollama version with the 11.5e9 threshold (commit 122c7dab);
-  unset while no release is confirmed.
-- Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
-  as skipped.
-- Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
-- Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_gemma4_renderer.md).
+  - 'Gemma 4 models in Ollama carry C(RENDERER gemma4), which Ollama resolves on every request to C(gemma4-small)
+    (the e2b/e4b template) or C(gemma4-large) (12b, 26b, 31b). The large template adds an empty thought block after
+    C(<|turn>model) when thinking is off; the small one does not. The choice is made from the model''s *name*, then
+    from C(Config.ModelType), else small. C(ollama cp gemma4:12b mygemma), or a Modelfile C(FROM gemma4:12b) saved
+    under a name without a size, keeps the base model''s config (C(RENDERER gemma4), model type "11.9B") under a
+    new name, and 11.9B is under the 12e9 threshold: the copy gets the small template. A Gemma 4 imported from safetensors
+    gets C(RENDERER gemma4) and no model type at all (x/create/client/create.go @ v0.33.0-rc2 l.388-402), so without
+    a size in its name it resolves small whatever its size: a 30.7B import too. HTTP 200, the same C(ollama show)
+    output for both, nothing in the log. The write-up measured four extra generated tokens on the 12B Q4_K_M and
+    a changed answer format on one prompt of six.'
+  - 'The rules moved several times (ollama/ollama, read to 2026-08-21, newest tag v0.33.0-rc2 = fb3076099; "first
+    tag" is the first tag whose history has the commit, pre-releases included):'
+  - 'C(Config.ModelType) is read by C(parseHumanParameterCount) (server/renderer_resolution.go @ v0.33.0-rc2 l.77-101):
+    the last character B, M or K in any case, the rest through Go''s C(strconv.ParseFloat), then ''uint64(value
+    × unit)''. Whatever does not parse, the empty string included, is "not ok" and the resolver falls back to small
+    (l.50-54): an empty model type is small, never undecided. Only values whose C(uint64) conversion Go leaves to
+    the platform (negative, Inf, NaN, above 2^64) are C(unknown).'
+  - 'Returns C(ansible_facts.postmortem.ollama_gemma4_renderer); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [ollama_gemma4_renderer]), with every other detection in one round trip.'
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - Setting C(fixed_in) (version or null, default none) - First Ollama version with the 11.5e9 threshold (commit
+    122c7dab); unset while no release is confirmed.
+  - Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
+    as skipped.
+  - Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
+  - Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_gemma4_renderer.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -71,14 +71,14 @@ ansible_facts:
       contains:
         ollama_gemma4_renderer:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
-            the rule set and its source, the number of models (and the skipped ones past C(max_models)), and per
-            Gemma 4 model: short and full name, stored renderer, format, C(model_type) (from C(/api/tags), what
-            the resolver reads), C(show_parameter_size) (from C(/api/show)), the real parameter count and where
-            it was read, resolved renderer, the rule that decided ("name: ''assistant:12b'' contains 12b", "model
-            type 11.9B < 1.2e+10", "model type '''' is not a parameter count ...; the resolver falls back to small").'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
+              the rule set and its source, the number of models (and the skipped ones past C(max_models)), and per
+              Gemma 4 model: short and full name, stored renderer, format, C(model_type) (from C(/api/tags), what
+              the resolver reads), C(show_parameter_size) (from C(/api/show)), the real parameter count and where
+              it was read, resolved renderer, the rule that decided ("name: ''assistant:12b'' contains 12b", "model
+              type 11.9B < 1.2e+10", "model type '''' is not a parameter count ...; the resolver falls back to small").'
           returned: always
           type: dict
           sample:

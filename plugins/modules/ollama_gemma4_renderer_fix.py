@@ -70,12 +70,8 @@ attributes:
   diff_mode:
     support: full
     description: Returns each changed model's Modelfile before and after.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+extends_documentation_fragment:
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.ollama_gemma4_renderer_facts
 '''

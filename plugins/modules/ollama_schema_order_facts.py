@@ -14,35 +14,36 @@ module: ollama_schema_order_facts
 short_description: Ollama's native chat path re-sorts JSON schema keys, so values land in the wrong fields
 version_added: 0.1.0
 description:
-- 'Ollama runs chat through one of two paths. Models it renders (a renderer or parser, or its Go C(TEMPLATE)) hand
-  the C(format) / C(response_format) schema to llama-server as written. Models on the *native* path go through ''llamaServerChatResponseFormat()'',
-  which decodes the schema into a Go C(map[string]any) and encodes it again: Go writes map keys in alphabetical
-  order, and llama-server''s grammar enforces the order it receives. A schema declaring C(zeta_colour) then C(alpha_animal)
-  came back as C({"alpha_animal": "blue", "zeta_colour": "zebra"}) (the write-up, Gemma 3 1B, C(OLLAMA_GO_TEMPLATE=false)):
-  valid JSON, HTTP 200, the colour in the animal field.'
-- 'What upstream''s code says (ollama/ollama, read to 2026-08-21, newest tag v0.33.0-rc2 = fb3076099; "first tag"
-  counts pre-releases):'
-- Every Gemma 4 model has a renderer and keeps key order.
-- 'Returns C(ansible_facts.postmortem.ollama_schema_order); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [ollama_schema_order]), with every other detection in one round trip.'
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- Opt-in probes (I(probes)) - C(schema_order); the docs page says what each sends and its bounds.
-- Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
-  as skipped.
-- Setting C(probe_max_models) (int (1 to 100), default C(5)) - Models the probe sends one short request to, at most.
-- 'Setting C(probe_models) (list of str, default C([])) - Models the schema_order probe asks (default: every model
-  at risk, up to probe_max_models).'
-- Setting C(probe_timeout) (int (1 to 1800), default C(120)) - Seconds one probe request may take (the model may
-  have to load).
-- Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
-- Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_schema_order.md).
+  - 'Ollama runs chat through one of two paths. Models it renders (a renderer or parser, or its Go C(TEMPLATE))
+    hand the C(format) / C(response_format) schema to llama-server as written. Models on the *native* path go through
+    ''llamaServerChatResponseFormat()'', which decodes the schema into a Go C(map[string]any) and encodes it again:
+    Go writes map keys in alphabetical order, and llama-server''s grammar enforces the order it receives. A schema
+    declaring C(zeta_colour) then C(alpha_animal) came back as C({"alpha_animal": "blue", "zeta_colour": "zebra"})
+    (the write-up, Gemma 3 1B, C(OLLAMA_GO_TEMPLATE=false)): valid JSON, HTTP 200, the colour in the animal field.'
+  - 'What upstream''s code says (ollama/ollama, read to 2026-08-21, newest tag v0.33.0-rc2 = fb3076099; "first tag"
+    counts pre-releases):'
+  - Every Gemma 4 model has a renderer and keeps key order.
+  - 'Returns C(ansible_facts.postmortem.ollama_schema_order); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [ollama_schema_order]), with every other detection in one round trip.'
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - Opt-in probes (I(probes)) - C(schema_order); the docs page says what each sends and its bounds.
+  - Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
+    as skipped.
+  - Setting C(probe_max_models) (int (1 to 100), default C(5)) - Models the probe sends one short request to, at
+    most.
+  - 'Setting C(probe_models) (list of str, default C([])) - Models the schema_order probe asks (default: every model
+    at risk, up to probe_max_models).'
+  - Setting C(probe_timeout) (int (1 to 1800), default C(120)) - Seconds one probe request may take (the model may
+    have to load).
+  - Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
+  - Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_schema_order.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -52,7 +53,7 @@ EXAMPLES = r'''
 - name: Measure it with the opt-in probe
   homelab.postmortem.ollama_schema_order_facts:
     probes:
-    - schema_order
+      - schema_order
   become: true
 
 - name: With the setting max_models given (here its default)
@@ -79,12 +80,13 @@ ansible_facts:
       contains:
         ollama_schema_order:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
-            C(OLLAMA_GO_TEMPLATE) (state, value, as Ollama reads it, where it was read), the cloud models skipped,
-            per model: stored renderer and parser, format, family, whether its template is the default C({{ .Prompt
-            }}), the chat path and the reason, and with the probe the keys and the first 200 characters of the reply.'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
+              C(OLLAMA_GO_TEMPLATE) (state, value, as Ollama reads it, where it was read), the cloud models skipped,
+              per model: stored renderer and parser, format, family, whether its template is the default C({{ .Prompt
+              }}), the chat path and the reason, and with the probe the keys and the first 200 characters of the
+              reply.'
           returned: always
           type: dict
           sample:

@@ -14,36 +14,36 @@ module: pi_ir_tx_facts
 short_description: Raspberry Pi IR transmitter on pwm-ir-tx sends nothing on kernel 6.18+
 version_added: 0.1.0
 description:
-- On Raspberry Pi OS kernels from 6.18 on, an IR transmitter set up with C(dtoverlay=pwm-ir-tx) sends nothing usable.
-  A 300 ms test code (100 ms pulse, 100 ms space, 100 ms pulse) reaches the PWM as four edges within 7 microseconds,
-  all from one timer interrupt. C(ir-ctl --send) still exits 0 and still takes about 350 ms, because the LIRC core
-  sleeps for the length of the signal whatever the driver did; C(/dev/lirc0) has the right features and the pin
-  is in PWM mode. Only the TV does not react.
-- 'The cause is commit 44d7fb8acdf8 ("media: pwm-ir-tx: Avoid direct access to hrtimer clockbase", first in v6.18),
-  which replaced the catch-up loop condition "next expiry is already in the past" with ''hrtimer_expires_remaining(timer)
-  > 0'', its opposite: the first callback now applies every edge at once. Seen on a Pi 4B (64-bit, 6.18.34+rpt-rpi-v8)
-  and upstream on a Pi 3B+ (32-bit).'
-- Status C(affected) - a pwm-ir-tx transmitter is registered and the running kernel is in range
-- Status C(at_risk) - a pwm-ir-tx line applies to this board and the next boot's kernel is in range (or it runs
-  now but is not loaded yet)
-- Status C(ok) - gpio-ir-tx, or pwm-ir-tx on a kernel outside the range
-- Status C(unknown) - a pwm-ir-tx line, but no kernel to compare with (an image without C(/lib/modules))
-- Status C(not_applicable) - no boot config and no transmitter, or no IR transmitter line for this board
-- Status C(error) - config.txt or an include is not text, too large, unreadable, or includes loop; a setting that
-  is not a version
-- 'Returns C(ansible_facts.postmortem.pi_ir_tx); the same detection runs in M(homelab.postmortem.audit_facts) with
-  C(checks: [pi_ir_tx]), with every other detection in one round trip.'
-- Opt-in probes (I(probes)) - C(ir_tx_trace); the docs page says what each sends and its bounds.
-- Setting C(affected_from) (version, default C(6.18)) - First kernel version whose pwm-ir-tx sends nothing.
-- Setting C(fixed_in) (version or null, default none) - First kernel version with the fix; unset while upstream
-  has none.
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/pi_ir_tx.md).
+  - On Raspberry Pi OS kernels from 6.18 on, an IR transmitter set up with C(dtoverlay=pwm-ir-tx) sends nothing
+    usable. A 300 ms test code (100 ms pulse, 100 ms space, 100 ms pulse) reaches the PWM as four edges within 7
+    microseconds, all from one timer interrupt. C(ir-ctl --send) still exits 0 and still takes about 350 ms, because
+    the LIRC core sleeps for the length of the signal whatever the driver did; C(/dev/lirc0) has the right features
+    and the pin is in PWM mode. Only the TV does not react.
+  - 'The cause is commit 44d7fb8acdf8 ("media: pwm-ir-tx: Avoid direct access to hrtimer clockbase", first in v6.18),
+    which replaced the catch-up loop condition "next expiry is already in the past" with ''hrtimer_expires_remaining(timer)
+    > 0'', its opposite: the first callback now applies every edge at once. Seen on a Pi 4B (64-bit, 6.18.34+rpt-rpi-v8)
+    and upstream on a Pi 3B+ (32-bit).'
+  - Status C(affected) - a pwm-ir-tx transmitter is registered and the running kernel is in range
+  - Status C(at_risk) - a pwm-ir-tx line applies to this board and the next boot's kernel is in range (or it runs
+    now but is not loaded yet)
+  - Status C(ok) - gpio-ir-tx, or pwm-ir-tx on a kernel outside the range
+  - Status C(unknown) - a pwm-ir-tx line, but no kernel to compare with (an image without C(/lib/modules))
+  - Status C(not_applicable) - no boot config and no transmitter, or no IR transmitter line for this board
+  - Status C(error) - config.txt or an include is not text, too large, unreadable, or includes loop; a setting that
+    is not a version
+  - 'Returns C(ansible_facts.postmortem.pi_ir_tx); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [pi_ir_tx]), with every other detection in one round trip.'
+  - Opt-in probes (I(probes)) - C(ir_tx_trace); the docs page says what each sends and its bounds.
+  - Setting C(affected_from) (version, default C(6.18)) - First kernel version whose pwm-ir-tx sends nothing.
+  - Setting C(fixed_in) (version or null, default none) - First kernel version with the fix; unset while upstream
+    has none.
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/pi_ir_tx.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -53,7 +53,7 @@ EXAMPLES = r'''
 - name: Measure it with the opt-in probe
   homelab.postmortem.pi_ir_tx_facts:
     probes:
-    - ir_tx_trace
+      - ir_tx_trace
   become: true
 
 - name: With the setting affected_from given (here its default)
@@ -85,13 +85,13 @@ ansible_facts:
       contains:
         pi_ir_tx:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'C(config), C(files_read), C(board_model), C(board), C(running_kernel), C(installed_kernels), C(next_boot_kernel)
-            (and whether each is in C(affected_kernels)), C(transmitters) (C(rc), C(driver), C(lirc)), C(probe)
-            (with the probe: C(device), C(event), C(edges), C(span_ms)/C(span_us), C(bursts), C(expected_span_ms),
-            C(verdict), or C(reason)), and per instance: C(file), C(line), C(text), C(section), C(applies) (C(yes)/C(maybe)),
-            C(boards) (image audits), C(pin) (pwm-ir-tx''s C(gpiopin), default 18) and C(params).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'C(config), C(files_read), C(board_model), C(board), C(running_kernel), C(installed_kernels), C(next_boot_kernel)
+              (and whether each is in C(affected_kernels)), C(transmitters) (C(rc), C(driver), C(lirc)), C(probe)
+              (with the probe: C(device), C(event), C(edges), C(span_ms)/C(span_us), C(bursts), C(expected_span_ms),
+              C(verdict), or C(reason)), and per instance: C(file), C(line), C(text), C(section), C(applies) (C(yes)/C(maybe)),
+              C(boards) (image audits), C(pin) (pwm-ir-tx''s C(gpiopin), default 18) and C(params).'
           returned: always
           type: dict
           sample:

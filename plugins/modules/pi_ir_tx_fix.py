@@ -39,8 +39,7 @@ options:
     choices: [cm3, cm4, cm4s, cm5, pi0, pi02, pi0w, pi1, pi2, pi3, pi3+, pi4, pi400, pi5, pi500]
 extends_documentation_fragment:
   - homelab.postmortem.remediation
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.pi_ir_tx_facts
 '''

@@ -14,31 +14,31 @@ module: podman_export_idmap_facts
 short_description: podman export and podman cp of an ID-mapped container write every owner shifted, exit 0
 version_added: 0.1.0
 description:
-- 'C(podman export) of a container with its own ID mapping (rootless C(--userns=keep-id), C(--uidmap), C(--userns=auto))
-  writes a tarball in which every file owner is pushed through the mapping: with keep-id, root''s files come out
-  as C(1/1) (daemon) and the user''s as C(0/0); with a rootful C(--uidmap 0:200000:65536), as C(200000/200000).
-  Setuid binaries become setuid to the wrong user. Exit 0, nothing on stderr; the damage shows when the archive
-  is imported and used. C(podman cp ctr:/ -) does the same. The export code tars the on-disk storage with no ID
-  mapping. Fixed upstream for C(export) only (podman#29899, merged 2026-10-06, not in any release yet); C(podman
-  cp) is not touched by that fix. C(podman commit) maps the owners back.'
-- 'Returns C(ansible_facts.postmortem.podman_export_idmap); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [podman_export_idmap]), with every other detection in one round trip.'
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- Opt-in probes (I(probes)) - C(export_owners); the docs page says what each sends and its bounds.
-- Setting C(probe_max_bytes) (int (1024 to 68719476736), default C(536870912)) - Bytes of one export the probe reads
-  at most.
-- Setting C(probe_max_containers) (int (0 to 1000), default C(5)) - Containers the export_owners probe exports per
-  user.
-- Setting C(probe_timeout) (int (1 to 3600), default C(60)) - Seconds one probe export may take.
-- Setting C(users) (list of str, default C([])) - Users whose rootless containers are checked besides the one the
-  module runs as (needs root).
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/podman_export_idmap.md).
+  - 'C(podman export) of a container with its own ID mapping (rootless C(--userns=keep-id), C(--uidmap), C(--userns=auto))
+    writes a tarball in which every file owner is pushed through the mapping: with keep-id, root''s files come out
+    as C(1/1) (daemon) and the user''s as C(0/0); with a rootful C(--uidmap 0:200000:65536), as C(200000/200000).
+    Setuid binaries become setuid to the wrong user. Exit 0, nothing on stderr; the damage shows when the archive
+    is imported and used. C(podman cp ctr:/ -) does the same. The export code tars the on-disk storage with no ID
+    mapping. Fixed upstream for C(export) only (podman#29899, merged 2026-10-06, not in any release yet); C(podman
+    cp) is not touched by that fix. C(podman commit) maps the owners back.'
+  - 'Returns C(ansible_facts.postmortem.podman_export_idmap); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [podman_export_idmap]), with every other detection in one round trip.'
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - Opt-in probes (I(probes)) - C(export_owners); the docs page says what each sends and its bounds.
+  - Setting C(probe_max_bytes) (int (1024 to 68719476736), default C(536870912)) - Bytes of one export the probe
+    reads at most.
+  - Setting C(probe_max_containers) (int (0 to 1000), default C(5)) - Containers the export_owners probe exports
+    per user.
+  - Setting C(probe_timeout) (int (1 to 3600), default C(60)) - Seconds one probe export may take.
+  - Setting C(users) (list of str, default C([])) - Users whose rootless containers are checked besides the one
+    the module runs as (needs root).
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/podman_export_idmap.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -48,7 +48,7 @@ EXAMPLES = r'''
 - name: Measure it with the opt-in probe
   homelab.postmortem.podman_export_idmap_facts:
     probes:
-    - export_owners
+      - export_owners
   become: true
 
 - name: With the setting probe_max_bytes given (here its default)
@@ -75,12 +75,12 @@ ansible_facts:
       contains:
         podman_export_idmap:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Per user: C(user), C(podman_version), C(rootless), C(podman_facts) (where each came from, or "not read:
-            no container"), C(containers), C(mapped). Per container: C(name), C(id), C(state), C(uid_map), C(gid_map),
-            C(userns_mode), C(image), C(user), and with the probe C(probe.owners) (path → C(uid/gid)), C(probe.bytes_read),
-            C(probe.written_to_disk: false).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Per user: C(user), C(podman_version), C(rootless), C(podman_facts) (where each came from, or "not
+              read: no container"), C(containers), C(mapped). Per container: C(name), C(id), C(state), C(uid_map),
+              C(gid_map), C(userns_mode), C(image), C(user), and with the probe C(probe.owners) (path → C(uid/gid)),
+              C(probe.bytes_read), C(probe.written_to_disk: false).'
           returned: always
           type: dict
           sample:

@@ -84,14 +84,10 @@ attributes:
   diff_mode:
     support: full
     description: Returns the unit file before and after.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
 requirements:
   - podman 4.4 or later (Quadlet), systemd as the init system, root.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+extends_documentation_fragment:
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.podman_restart_userns_facts
 '''

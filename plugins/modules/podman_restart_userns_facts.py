@@ -14,29 +14,29 @@ module: podman_restart_userns_facts
 short_description: Rootful podman restarts an ID-mapped container once on an AppArmor host, then gives up
 version_added: 0.1.0
 description:
-- 'On a host with AppArmor enabled, a rootful podman container with its own ID mapping (C(--uidmap)/C(--gidmap))
-  and a restart policy is restarted once at most. When it exits the second time it stays exited: C(podman events)
-  shows C(died), C(restart), and nothing after that; C(RestartCount) stops at 1. The process that restarts containers,
-  C(podman container cleanup) (which conmon runs when the container exits), fails with C(profile "containers-default-0.62.2"
-  specified but AppArmor is disabled on the host) and says so only to syslog, and only if the container was created
-  with C(podman --syslog). C(podman inspect) still shows the policy; a quick "kill it once and watch it come back"
-  test passes. Reproduced with Debian 13''s podman 5.4.2; upstream reports it on 5.7.0 and 6.1.3. The same container
-  unmapped, or with C(--security-opt apparmor=unconfined), keeps restarting; a Quadlet unit with C(UIDMap=) and
-  C(Restart=always) is restarted by systemd every time.'
-- 'Returns C(ansible_facts.postmortem.podman_restart_userns); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [podman_restart_userns]), with every other detection in one round trip.'
-- Needs root (rootful containers and their events belong to root); without it the finding is C(unknown) and says
-  so.
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- Setting C(fixed_in) (version or null, default none) - First podman version with the fix; unset while upstream
-  has none.
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/podman_restart_userns.md).
+  - 'On a host with AppArmor enabled, a rootful podman container with its own ID mapping (C(--uidmap)/C(--gidmap))
+    and a restart policy is restarted once at most. When it exits the second time it stays exited: C(podman events)
+    shows C(died), C(restart), and nothing after that; C(RestartCount) stops at 1. The process that restarts containers,
+    C(podman container cleanup) (which conmon runs when the container exits), fails with C(profile "containers-default-0.62.2"
+    specified but AppArmor is disabled on the host) and says so only to syslog, and only if the container was created
+    with C(podman --syslog). C(podman inspect) still shows the policy; a quick "kill it once and watch it come back"
+    test passes. Reproduced with Debian 13''s podman 5.4.2; upstream reports it on 5.7.0 and 6.1.3. The same container
+    unmapped, or with C(--security-opt apparmor=unconfined), keeps restarting; a Quadlet unit with C(UIDMap=) and
+    C(Restart=always) is restarted by systemd every time.'
+  - 'Returns C(ansible_facts.postmortem.podman_restart_userns); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [podman_restart_userns]), with every other detection in one round trip.'
+  - Needs root (rootful containers and their events belong to root); without it the finding is C(unknown) and says
+    so.
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - Setting C(fixed_in) (version or null, default none) - First podman version with the fix; unset while upstream
+    has none.
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/podman_restart_userns.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -62,14 +62,14 @@ ansible_facts:
       contains:
         podman_restart_userns:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Per container: C(name), C(id), C(state), C(exit_code), C(restart_policy), C(restart_count), C(uid_map),
-            C(gid_map), C(userns_mode), C(apparmor_profile), C(image), C(systemd_unit), C(podman_version), C(apparmor)
-            (the kernel state in words), C(matches_apparmor_pattern), and for exited containers C(stopped_by_user_source)
-            with C(stopped_by_user) or C(events_since_last_start) and C(outcome). For the host: C(podman_version),
-            C(podman_apparmor_enabled), C(event_logger) and C(podman_facts) (the source of each; "not read: no container"
-            when podman had none), C(apparmor), C(containers), C(containers_with_restart_policy).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Per container: C(name), C(id), C(state), C(exit_code), C(restart_policy), C(restart_count), C(uid_map),
+              C(gid_map), C(userns_mode), C(apparmor_profile), C(image), C(systemd_unit), C(podman_version), C(apparmor)
+              (the kernel state in words), C(matches_apparmor_pattern), and for exited containers C(stopped_by_user_source)
+              with C(stopped_by_user) or C(events_since_last_start) and C(outcome). For the host: C(podman_version),
+              C(podman_apparmor_enabled), C(event_logger) and C(podman_facts) (the source of each; "not read: no
+              container" when podman had none), C(apparmor), C(containers), C(containers_with_restart_policy).'
           returned: always
           type: dict
           sample:

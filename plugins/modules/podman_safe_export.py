@@ -69,12 +69,8 @@ attributes:
   diff_mode:
     support: none
     description: An archive has no text diff.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+extends_documentation_fragment:
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.podman_export_idmap_facts
 '''

@@ -38,6 +38,7 @@ options:
     default: false
 extends_documentation_fragment:
   - homelab.postmortem.controller
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts
 '''

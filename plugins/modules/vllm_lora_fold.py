@@ -68,12 +68,8 @@ attributes:
   diff_mode:
     support: full
     description: Returns the adapter_config.json before and after.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
-author:
-  - homelab.postmortem maintainers (@homelab-postmortem)
+extends_documentation_fragment:
+  - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.vllm_lora_patterns_facts
 '''

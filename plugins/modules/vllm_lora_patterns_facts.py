@@ -14,34 +14,35 @@ module: vllm_lora_patterns_facts
 short_description: vLLM serves a LoRA adapter's modules at another scale than it was trained with
 version_added: 0.1.0
 description:
-- A PEFT LoRA adapter can give some modules their own rank and alpha (C(rank_pattern), C(alpha_pattern) in C(adapter_config.json));
-  each module's delta is then scaled by C(alpha_m / r_m) (or 'alpha_m / sqrt(r_m)' with C(use_rslora)). vLLM before
-  0.32.0 keeps only C(r) and C(lora_alpha) (C(PEFTHelper.from_dict) drops every other field without a word) and
-  applies one scale to every module. A module trained at C(alpha 32 / r 8 = 4) but served at the global C(16 / 8
-  = 2) runs at half strength; nothing logs it, the server answers, and the answers are quietly not the fine-tune's.
-- 'Which scale the adapter was trained with is itself a question of versions: PEFT changed how a pattern key finds
-  its module three times.'
-- 'Always: no match means the full module name is looked up as is, so a full-path key works in every version. rsLoRA
-  (C(use_rslora)) exists from PEFT 0.8.0. From PEFT 0.17.0 C(target_parameters) wraps parameters of a module (fused
-  MoE experts); the patterns are matched against C(<module>.<parameter>) (C(tuners_utils.py) C(_inject_parameters),
-  0.17.0 l.735-761), and the saved keys are C(...experts.base_layer) for the parameter wrapped first (C(gate_up_proj),
-  registered first in transformers'' fused experts) and C(...experts) for the second (C(down_proj)).'
-- 'Returns C(ansible_facts.postmortem.vllm_lora_patterns); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [vllm_lora_patterns]), with every other detection in one round trip.'
-- Setting C(adapter_paths) (list of str, default C([])) - Directories to scan for PEFT adapters (an adapter folder
-  or a tree of them), besides the --lora-modules of running vLLM servers.
-- Setting C(max_adapters) (int (1 to 100000), default C(500)) - Adapters read at most; the rest are counted as skipped.
-- Setting C(max_modules_listed) (int (1 to 10000), default C(10)) - Modules listed per adapter in the evidence (all
-  are counted).
-- Setting C(vllm_prefixes) (list of str, default C([])) - Python prefixes (virtualenvs) to look for vLLM in when
-  no vLLM process runs.
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/vllm_lora_patterns.md).
+  - A PEFT LoRA adapter can give some modules their own rank and alpha (C(rank_pattern), C(alpha_pattern) in C(adapter_config.json));
+    each module's delta is then scaled by C(alpha_m / r_m) (or 'alpha_m / sqrt(r_m)' with C(use_rslora)). vLLM before
+    0.32.0 keeps only C(r) and C(lora_alpha) (C(PEFTHelper.from_dict) drops every other field without a word) and
+    applies one scale to every module. A module trained at C(alpha 32 / r 8 = 4) but served at the global C(16 /
+    8 = 2) runs at half strength; nothing logs it, the server answers, and the answers are quietly not the fine-tune's.
+  - 'Which scale the adapter was trained with is itself a question of versions: PEFT changed how a pattern key finds
+    its module three times.'
+  - 'Always: no match means the full module name is looked up as is, so a full-path key works in every version.
+    rsLoRA (C(use_rslora)) exists from PEFT 0.8.0. From PEFT 0.17.0 C(target_parameters) wraps parameters of a module
+    (fused MoE experts); the patterns are matched against C(<module>.<parameter>) (C(tuners_utils.py) C(_inject_parameters),
+    0.17.0 l.735-761), and the saved keys are C(...experts.base_layer) for the parameter wrapped first (C(gate_up_proj),
+    registered first in transformers'' fused experts) and C(...experts) for the second (C(down_proj)).'
+  - 'Returns C(ansible_facts.postmortem.vllm_lora_patterns); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [vllm_lora_patterns]), with every other detection in one round trip.'
+  - Setting C(adapter_paths) (list of str, default C([])) - Directories to scan for PEFT adapters (an adapter folder
+    or a tree of them), besides the --lora-modules of running vLLM servers.
+  - Setting C(max_adapters) (int (1 to 100000), default C(500)) - Adapters read at most; the rest are counted as
+    skipped.
+  - Setting C(max_modules_listed) (int (1 to 10000), default C(10)) - Modules listed per adapter in the evidence
+    (all are counted).
+  - Setting C(vllm_prefixes) (list of str, default C([])) - Python prefixes (virtualenvs) to look for vLLM in when
+    no vLLM process runs.
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/vllm_lora_patterns.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -77,16 +78,16 @@ ansible_facts:
       contains:
         vllm_lora_patterns:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Per adapter: C(path), C(used_by) (pids of servers that name it), C(r), C(lora_alpha), C(use_rslora),
-            C(rank_pattern_keys), C(alpha_pattern_keys), C(target_parameters), C(modules), C(peft_version) (when
-            recorded), C(peft_range) and C(peft_range_why) (the releases that can have saved it, and why), C(peft_rules)
-            (the pattern rules judged), C(rank_problem), and C(judged): per vLLM version found, C(max_lora_rank),
-            C(modules_off) (off under every possible PEFT release), C(modules_depending_on_peft), C(factors) (factor
-            -> number of modules), C(refused), and the first C(max_modules_listed) modules with C(tensor_rank),
-            C(served_scale), C(off), and C(rank), C(trained_scale), C(factor) (or C(by_peft): those per PEFT release
-            when they differ).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Per adapter: C(path), C(used_by) (pids of servers that name it), C(r), C(lora_alpha), C(use_rslora),
+              C(rank_pattern_keys), C(alpha_pattern_keys), C(target_parameters), C(modules), C(peft_version) (when
+              recorded), C(peft_range) and C(peft_range_why) (the releases that can have saved it, and why), C(peft_rules)
+              (the pattern rules judged), C(rank_problem), and C(judged): per vLLM version found, C(max_lora_rank),
+              C(modules_off) (off under every possible PEFT release), C(modules_depending_on_peft), C(factors) (factor
+              -> number of modules), C(refused), and the first C(max_modules_listed) modules with C(tensor_rank),
+              C(served_scale), C(off), and C(rank), C(trained_scale), C(factor) (or C(by_peft): those per PEFT release
+              when they differ).'
           returned: always
           type: dict
           sample:

@@ -14,35 +14,36 @@ module: vllm_weight_cache_facts
 short_description: vLLM's weight cache serves an engine the weights of another checkpoint
 version_added: 0.1.0
 description:
-- 'vLLM 0.30.0 added a weight cache: a daemon holds a model''s weights in GPU memory and engines started with C(--load-format
-  ipc_cache) map them over CUDA IPC instead of reading the disk (C(vllm preload) from 0.31.0; in 0.30.0 C(python
-  -m vllm.model_executor.model_loader.weight_cache.daemon)). The engine asks the daemon on its socket for the weights
-  with its C(WeightCacheKey); the daemon sends them when every field of the key equals its own (C(daemon.py) C(_handle_get_state)),
-  and otherwise answers "mismatch" and the engine falls back to disk.'
-- 'The checkpoint fingerprint in the key is ''hash_checkpoint()'': md5 over each C(*.safetensors) shard''s base
-  name and raw header (the 8-byte length and the JSON with names, dtypes, shapes and offsets), shards sorted by
-  name and filtered through C(model.safetensors.index.json). No weight bytes. A fine-tune of the daemon''s model
-  has the same layout, so the same fingerprint: if the rest of the key matches too, its engine logs "Mapped N tensors
-  from the weight cache daemon" and serves the base model''s weights. It is the same code in 0.30.0, 0.31.0, 0.32.0
-  and 0.33.0 (C(protocol.py); the newest release, 0.33.0, at lines 283-304): unfixed in every release to date.'
-- '### The key''s fields, per release'
-- 'Returns C(ansible_facts.postmortem.vllm_weight_cache); the same detection runs in M(homelab.postmortem.audit_facts)
-  with C(checks: [vllm_weight_cache]), with every other detection in one round trip.'
-- 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-- 'Setting C(content_check) (str (one of sample, full, off), default C(sample)) - Compare tensor bytes of daemon
-  and engine checkpoints: 3 x 4 KiB per tensor (sample), every byte (full), or not at all (off: matching keys are
-  at_risk).'
-- 'Setting C(journal_lines) (int (0 to 1000000), default C(20000)) - Lines of the engine unit''s journal searched
-  for its last weight cache line ("Mapped N tensors" or "falling back to disk loading"; 0: do not read the journal).'
-- Setting C(max_listed) (int (1 to 1000), default C(10)) - Differing tensors listed in the evidence.
-- Setting C(max_tensors) (int (1 to 1000000), default C(20000)) - Tensors compared per checkpoint at most.
-- The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/vllm_weight_cache.md).
+  - 'vLLM 0.30.0 added a weight cache: a daemon holds a model''s weights in GPU memory and engines started with
+    C(--load-format ipc_cache) map them over CUDA IPC instead of reading the disk (C(vllm preload) from 0.31.0;
+    in 0.30.0 C(python -m vllm.model_executor.model_loader.weight_cache.daemon)). The engine asks the daemon on
+    its socket for the weights with its C(WeightCacheKey); the daemon sends them when every field of the key equals
+    its own (C(daemon.py) C(_handle_get_state)), and otherwise answers "mismatch" and the engine falls back to disk.'
+  - 'The checkpoint fingerprint in the key is ''hash_checkpoint()'': md5 over each C(*.safetensors) shard''s base
+    name and raw header (the 8-byte length and the JSON with names, dtypes, shapes and offsets), shards sorted by
+    name and filtered through C(model.safetensors.index.json). No weight bytes. A fine-tune of the daemon''s model
+    has the same layout, so the same fingerprint: if the rest of the key matches too, its engine logs "Mapped N
+    tensors from the weight cache daemon" and serves the base model''s weights. It is the same code in 0.30.0, 0.31.0,
+    0.32.0 and 0.33.0 (C(protocol.py); the newest release, 0.33.0, at lines 283-304): unfixed in every release to
+    date.'
+  - '### The key''s fields, per release'
+  - 'Returns C(ansible_facts.postmortem.vllm_weight_cache); the same detection runs in M(homelab.postmortem.audit_facts)
+    with C(checks: [vllm_weight_cache]), with every other detection in one round trip.'
+  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
+  - 'Setting C(content_check) (str (one of sample, full, off), default C(sample)) - Compare tensor bytes of daemon
+    and engine checkpoints: 3 x 4 KiB per tensor (sample), every byte (full), or not at all (off: matching keys
+    are at_risk).'
+  - 'Setting C(journal_lines) (int (0 to 1000000), default C(20000)) - Lines of the engine unit''s journal searched
+    for its last weight cache line ("Mapped N tensors" or "falling back to disk loading"; 0: do not read the journal).'
+  - Setting C(max_listed) (int (1 to 1000), default C(10)) - Differing tensors listed in the evidence.
+  - Setting C(max_tensors) (int (1 to 1000000), default C(20000)) - Tensors compared per checkpoint at most.
+  - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/vllm_weight_cache.md).
 extends_documentation_fragment:
-- homelab.postmortem.detection
+  - homelab.postmortem.detection
 author:
-- homelab.postmortem maintainers (@homelab-postmortem)
+  - homelab.postmortem maintainers (@homelab-postmortem)
 seealso:
-- module: homelab.postmortem.audit_facts
+  - module: homelab.postmortem.audit_facts
 '''
 
 EXAMPLES = r'''
@@ -73,13 +74,14 @@ ansible_facts:
       contains:
         vllm_weight_cache:
           description:
-          - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), C(remediation),
-            C(references)).
-          - 'Per engine: C(engine) (pid, model, C(vllm_version), C(uid), C(header_fingerprint), C(loader_extra_config)),
-            C(daemons) (per daemon C(daemon_pid), C(daemon_model), C(key) and C(socket): each field''s C(verdict)
-            and C(why); C(daemon_header_fingerprint)), and for the daemon that decided the verdict C(engine_content)
-            and C(daemon_content) (sha256 over the per-tensor digests), C(content_check), C(tensors_compared), C(tensors_differing),
-            C(differing) (the first C(max_listed)) and C(journal) (the line, or why it was not read).'
+            - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
+              C(remediation), C(references)).
+            - 'Per engine: C(engine) (pid, model, C(vllm_version), C(uid), C(header_fingerprint), C(loader_extra_config)),
+              C(daemons) (per daemon C(daemon_pid), C(daemon_model), C(key) and C(socket): each field''s C(verdict)
+              and C(why); C(daemon_header_fingerprint)), and for the daemon that decided the verdict C(engine_content)
+              and C(daemon_content) (sha256 over the per-tensor digests), C(content_check), C(tensors_compared),
+              C(tensors_differing), C(differing) (the first C(max_listed)) and C(journal) (the line, or why it was
+              not read).'
           returned: always
           type: dict
           sample:

@@ -19,6 +19,7 @@ import socket
 
 from ansible.module_utils.six.moves.urllib.parse import quote, urlencode
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import json_fields
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 DEFAULT_SOCKET = '/var/run/docker.sock'
@@ -33,42 +34,19 @@ class DockerProblem(HostInputError):
         self.status = status
 
 
-_KINDS = {'object': dict, 'list': list, 'string': str, 'boolean': bool}
-
-
-def describe(value):
-    """A value's JSON kind in words, for messages that name a field of the wrong type."""
-    if value is None:
-        return 'null'
-    if isinstance(value, bool):
-        return 'a boolean'
-    if isinstance(value, (int, float)):
-        return 'a number (%s)' % (repr(value) if len(repr(value)) <= 40 else repr(value)[:40] + '...')
-    if isinstance(value, str):
-        return 'a string'
-    return 'a list' if isinstance(value, list) else 'an object' if isinstance(value, dict) else 'a %s' % type(value).__name__
+# Kept under these names: the docker package and its tests call them from here.
+describe = json_fields.describe
 
 
 def typed(data, key, kind, where, required=False, label=None):
-    """``data[key]`` when it is of ``kind`` (object, list, string, boolean, integer); None when it
-    is absent or null and not ``required``. Anything else is a DockerProblem naming the reply and
-    the field ("Docker API GET /containers/x/json: field State.Pid is a string, not an integer"):
-    every field read from the Engine API is checked where it is read."""
-    value = data.get(key) if isinstance(data, dict) else None
-    name = label or key
-    if value is None:
-        if required:
-            present = isinstance(data, dict) and key in data
-            raise DockerProblem('Docker API %s: field %s is %s' % (where, name, 'null' if present else 'missing'))
-        return None
-    if kind == 'integer':
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, _KINDS[kind])
-    if not ok:
-        article = 'an' if kind[0] in 'aeiou' else 'a'
-        raise DockerProblem('Docker API %s: field %s is %s, not %s %s' % (where, name, describe(value), article, kind))
-    return value
+    """``data[key]`` checked as json_fields.typed checks it; a field of the wrong kind is a
+    DockerProblem naming the reply and the field ("Docker API GET /containers/x/json: field
+    State.Pid is a string, not an integer"): every field read from the Engine API is checked
+    where it is read."""
+    try:
+        return json_fields.typed(data, key, kind, required=required, label=label)
+    except json_fields.FieldError as exc:
+        raise DockerProblem('Docker API %s: %s' % (where, exc))
 
 
 def socket_path(host):
