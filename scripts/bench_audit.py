@@ -4,11 +4,14 @@
    hosts: audit_facts running every detection in one module call per host; the fact
    gathering users already pay for (ansible.builtin.setup); one <id>_facts call per
    detection per host. Medians and ratios; absolute seconds depend on the machine.
-2. Over real SSH on the test fleet (tests/e2e/ssh_fleet.py), at 4, 8 and 12 hosts: audit_facts
+2. A podman host: the same audit against setup on this machine's podman, with a store of its own
+   (so nobody else's containers count), first without containers, then with four (two with their
+   own ID mapping, two running with a restart policy). BENCH_PODMAN=0 skips it.
+3. Over real SSH on the test fleet (tests/e2e/ssh_fleet.py), at 4, 8 and 12 hosts: audit_facts
    against ansible.builtin.setup, alternated, forks = hosts, then at 12 with pipelining on, then
    each module's AnsiballZ file run by itself on one fleet host (CPU and wall time; ping is the
    floor every module pays). BENCH_FLEET=0 skips it.
-3. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
+4. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
    instances per finding): building and writing JSON, JUnit and HTML against one compact
    json.dumps of the same data (the floor), and against json.dump of it to a file (which
    Python runs through its pure-Python encoder: the issue's "json.dump" floor).
@@ -16,6 +19,7 @@ Nothing here is a pass/fail test.
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,7 +28,9 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VENV_BIN = os.path.join(REPO, '.venv', 'bin')
-sys.path.insert(0, os.path.join(REPO, 'build', 'collections'))
+# BENCH_COLLECTIONS_PATH: a collection installed elsewhere (a copy nobody reinstalls during the run).
+COLLECTIONS = os.environ.get('BENCH_COLLECTIONS_PATH') or os.path.join(REPO, 'build', 'collections')
+sys.path.insert(0, COLLECTIONS)
 from ansible_collections.homelab.postmortem.plugins.module_utils.registry import DETECTIONS  # noqa: E402
 
 HOSTS = int(os.environ.get('BENCH_HOSTS', '6'))
@@ -61,7 +67,7 @@ def main():
     for name, content in list(plays.items()) + [('inventory', inventory)]:
         with open(os.path.join(work, name + '.json'), 'w') as handle:
             json.dump(content, handle)
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, 'build', 'collections'),
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                ANSIBLE_FORKS=str(HOSTS), ANSIBLE_NOCOLOR='1')
     medians = alternated_medians(dict((name, os.path.join(work, name + '.json')) for name in plays),
                                  os.path.join(work, 'inventory.json'), env)
@@ -73,9 +79,105 @@ def main():
     print('  one <id>_facts call per detection     %6.2f s' % per)
     print('  ratio audit / setup                   %6.2fx' % (one / setup))
     print('  ratio per-detection / one-call        %6.2fx' % (per / one))
+    if os.environ.get('BENCH_PODMAN', '1') == '1':
+        podman_host_bench(work, env)
     if os.environ.get('BENCH_FLEET', '1') == '1':
         fleet_bench(work, env)
     report_bench()
+
+
+BUILD = os.path.join(REPO, 'build')
+PODMAN_CHECKS = ('podman_restart_userns', 'podman_export_idmap')
+
+
+def podman_host_bench(work, env):
+    """The audit against setup on a podman host (podman installed, as root): without containers,
+    where the podman detections run podman ps and nothing else, and with four containers, where they
+    also inspect them and read podman's facts. The store is the bench's own (vfs, its own graph,
+    run and tmp directories), made here and removed afterwards."""
+    podman = shutil.which('podman')
+    if podman is None or os.geteuid() != 0:
+        print('podman host: skipped (needs podman and root)')
+        return
+    store = tempfile.mkdtemp(prefix='postmortem-bench-podman-')
+    storage_conf = os.path.join(store, 'storage.conf')
+    with open(storage_conf, 'w') as handle:
+        handle.write('[storage]\ndriver = "vfs"\ngraphroot = "%s/graph"\nrunroot = "%s/run"\n' % (store, store))
+    base = env.get('CONTAINERS_CONF') or os.path.join(BUILD, 'containers.conf')
+    text = open(base).read() if os.path.exists(base) else ''
+    tmp_dir = 'tmp_dir = "%s/tmp"\n' % store
+    text = text.replace('[engine]\n', '[engine]\n' + tmp_dir, 1) if '[engine]\n' in text else text + '\n[engine]\n' + tmp_dir
+    conf = os.path.join(store, 'containers.conf')
+    with open(conf, 'w') as handle:
+        handle.write(text)
+    penv = dict(env, CONTAINERS_CONF=conf, CONTAINERS_STORAGE_CONF=storage_conf)
+
+    def run(*args):
+        return subprocess.run([podman] + list(args), env=penv, check=True, capture_output=True, text=True, cwd='/')
+    plays = {'audit': playbook([{'name': 'audit', 'homelab.postmortem.audit_facts': {}}]),
+             'setup': playbook([{'name': 'gather facts', 'ansible.builtin.setup': {}}])}
+    for name, content in plays.items():
+        with open(os.path.join(work, 'podman-%s.json' % name), 'w') as handle:
+            json.dump(content, handle)
+    inventory = os.path.join(work, 'inventory.json')
+    print('podman host (%s, %d local hosts, %d rounds alternated, median wall time)'
+          % (run('--version').stdout.strip(), HOSTS, ROUNDS))
+    try:
+        for label in ('no containers', '4 containers'):
+            if label == '4 containers':
+                tiny = read_env(os.path.join(BUILD, 'podman.env')).get('POSTMORTEM_TINY_TAR')
+                run('import', '--quiet', '--change', 'CMD ["/bin/sh"]', tiny, 'localhost/postmortem-bench:1')
+                for number, options in enumerate((['--uidmap', '0:200000:65536', '--gidmap', '0:200000:65536'],
+                                                  ['--uidmap', '0:300000:65536', '--gidmap', '0:300000:65536'], [], [])):
+                    name = 'postmortem-bench-%d' % number
+                    if number < 2:
+                        run('create', '--name', name, '--network', 'none', *(options + ['localhost/postmortem-bench:1', 'true']))
+                    else:
+                        run('run', '--detach', '--name', name, '--network', 'none', '--restart', 'always',
+                            'localhost/postmortem-bench:1', 'sleep', '100000')
+            medians = alternated_medians(dict((name, os.path.join(work, 'podman-%s.json' % name)) for name in plays),
+                                         inventory, penv)
+            spent = podman_detection_ms(penv)
+            print('  %-14s audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx; podman detections %s'
+                  % (label + ':', medians['audit'], medians['setup'], medians['audit'] / medians['setup'], spent))
+    finally:
+        subprocess.run([podman, 'rm', '--all', '--force', '--time', '0'], env=penv, capture_output=True, check=False)
+        subprocess.run([podman, 'rmi', '--all', '--force'], env=penv, capture_output=True, check=False)
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def podman_detection_ms(env):
+    """What the podman detections took in one audit of one local host (postmortem_run.duration_ms)."""
+    out = subprocess.run([os.path.join(VENV_BIN, 'ansible'), 'localhost', '-c', 'local', '-e',
+                          'ansible_python_interpreter=%s' % os.path.join(VENV_BIN, 'python'),
+                          '-m', 'homelab.postmortem.audit_facts', '-a', 'checks=podman'],
+                         env=dict(env, ANSIBLE_LOAD_CALLBACK_PLUGINS='1', ANSIBLE_STDOUT_CALLBACK='ansible.builtin.minimal'),
+                         capture_output=True, text=True, check=False).stdout
+    try:
+        facts = json.loads(out.split(' => ', 1)[1])['ansible_facts']
+    except (IndexError, ValueError, KeyError):
+        return 'not measured'
+    durations = facts['postmortem_run']['duration_ms']
+    sources = set()
+    for check in PODMAN_CHECKS:
+        evidence = facts['postmortem'][check]['evidence']
+        for entry in [evidence] + list(evidence.get('users') or []):
+            if isinstance(entry.get('podman_facts'), dict):
+                sources.add('podman info' if 'why_podman_info' in entry['podman_facts'] else 'podman --version and files')
+            elif entry.get('podman_facts'):
+                sources.add(entry['podman_facts'])
+    return '%s ms (facts: %s)' % (' + '.join('%d' % durations[c] for c in PODMAN_CHECKS), ', '.join(sorted(sources)))
+
+
+def read_env(path):
+    values = {}
+    if os.path.exists(path):
+        with open(path) as handle:
+            for line in handle:
+                if '=' in line:
+                    key, value = line.strip().split('=', 1)
+                    values[key] = value
+    return values
 
 
 FLEET_SIZES = (4, 8, 12)
@@ -159,48 +261,61 @@ def module_cost(inventory, env):
             print('  %-12s CPU %.3f s, wall %.3f s' % (name, float(cpu), float(wall)))
 
 
-def synthetic_result(index):
+def synthetic_result(index, checks=6, instances=3):
+    """One host's audit result: make bench's set (6 findings, 3 instances) or the heavier one the
+    issue sets the HTML size against (12 findings, 2 instances each with evidence)."""
     statuses = ('ok', 'at_risk', 'affected', 'not_applicable', 'ok', 'ok')
     findings = {}
-    for number in range(6):
+    for number in range(checks):
         check = 'check%d' % number
         findings[check] = {
             'id': check, 'title': check, 'status': statuses[(index + number) % 6], 'summary': 'summary of host %d' % index,
             'evidence': {'instances': [{'name': 'instance %d' % k, 'status': 'ok', 'summary': 'fine',
                                         'evidence': {'pid': k, 'argv': ['/usr/bin/server', '--flag', str(k)] * 3}}
-                                       for k in range(3)]},
+                                       for k in range(instances)]},
             'remediation': {'role': None, 'vars': {}, 'module': None, 'manual': ['a step'], 'disruption': 'none'},
             'references': ['https://example.invalid/%d' % number]}
     return {'changed': False, 'ansible_facts': {'postmortem': findings, 'postmortem_run': {}}}
 
 
 def report_bench():
-    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report, report_summary  # noqa: E402
-    print('fleet report (synthetic hosts, 6 findings each; median of 5, alternated)')
-    for count in (1000, 10000):
-        hosts = ['host%05d' % i for i in range(count)]
-        results = dict((h, synthetic_result(i)) for i, h in enumerate(hosts))
-        checks = [('check%d' % n, 'check%d' % n) for n in range(6)]
-        times = {'report': [], 'dumps': [], 'dump': []}
-        scratch = tempfile.mkdtemp(prefix='postmortem-report-bench-')
-        for _round in range(5):
-            started = time.monotonic()
-            built = report.build(hosts, results, checks, 'bench')
-            report.write(built, scratch, ['json', 'junit', 'html'])
-            times['report'].append(time.monotonic() - started)
-            started = time.monotonic()
-            json.dumps(built, separators=(',', ':'))
-            times['dumps'].append(time.monotonic() - started)
-            started = time.monotonic()
-            with open(os.path.join(scratch, 'floor.json'), 'w') as out:
-                json.dump(built, out, separators=(',', ':'))
-            times['dump'].append(time.monotonic() - started)
-        html = os.path.getsize(os.path.join(scratch, 'postmortem.html')) / 1e6
-        lines = len(report_summary.summary_lines(built, {'json': 'postmortem.json'}))
-        total, dumps, dump = (statistics.median(times[k]) for k in ('report', 'dumps', 'dump'))
-        print('  %6d hosts: build + write 3 formats %6.2f s; compact json.dumps %5.2f s (ratio %4.1fx); '
-              'json.dump to a file %5.2f s (ratio %4.2fx); HTML %5.1f MB; summary %d lines'
-              % (count, total, dumps, total / dumps, dump, total / dump, html, lines))
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report, report_drift, report_files, report_summary  # noqa: E402
+    print('fleet report (synthetic hosts; median of 5, alternated): build + drift against the previous run + write '
+          'JSON, JUnit, HTML and metrics, against one compact json.dumps of the same report')
+    for label, checks_count, instances in (("make bench's set: 6 findings a host, 3 instances", 6, 3),
+                                           ('heavier set: 12 findings a host, 2 instances', 12, 2)):
+        print('  %s' % label)
+        for count in (1000, 10000):
+            hosts = ['host%05d' % i for i in range(count)]
+            results = dict((h, synthetic_result(i, checks_count, instances)) for i, h in enumerate(hosts))
+            checks = [('check%d' % n, 'check%d' % n) for n in range(checks_count)]
+            times = {'report': [], 'dumps': [], 'dump': []}
+            scratch = tempfile.mkdtemp(prefix='postmortem-report-bench-')
+            for _round in range(5):
+                started = time.monotonic()
+                built = report.build(hosts, results, checks, 'bench')
+                history, _note = report_drift.read_history(scratch)
+                baseline = report_drift.baseline_from_history(history, scratch)
+                built['drift'] = report_drift.compare(built, baseline, history)
+                report_files.write(built, scratch, ['json', 'junit', 'html', 'prometheus'])
+                with open(os.path.join(scratch, report_drift.HISTORY_FILE), 'w') as out:
+                    json.dump(report_drift.next_history(built, history, baseline), out, separators=(',', ':'))
+                times['report'].append(time.monotonic() - started)
+                started = time.monotonic()
+                json.dumps(built, separators=(',', ':'))
+                times['dumps'].append(time.monotonic() - started)
+                started = time.monotonic()
+                with open(os.path.join(scratch, 'floor.json'), 'w') as out:
+                    json.dump(built, out, separators=(',', ':'))
+                times['dump'].append(time.monotonic() - started)
+            sizes = dict((name, os.path.getsize(os.path.join(scratch, name)) / 1e6)
+                         for name in ('postmortem.html', 'postmortem.json', report_drift.HISTORY_FILE))
+            lines = len(report_summary.summary_lines(built, {'json': 'postmortem.json'}))
+            total, dumps, dump = (statistics.median(times[k]) for k in ('report', 'dumps', 'dump'))
+            print('    %6d hosts: %6.2f s; compact json.dumps %5.2f s (ratio %4.1fx); json.dump to a file %5.2f s '
+                  '(ratio %4.2fx); HTML %5.1f MB (JSON %5.1f MB); history %4.2f MB; summary %d lines'
+                  % (count, total, dumps, total / dumps, dump, total / dump, sizes['postmortem.html'],
+                     sizes['postmortem.json'], sizes[report_drift.HISTORY_FILE], lines))
 
 
 if __name__ == '__main__':

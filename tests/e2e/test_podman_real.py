@@ -27,6 +27,8 @@ sys.path.insert(0, os.path.join(BUILD, 'collections'))
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry  # noqa: E402
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext  # noqa: E402
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman_cli  # noqa: E402
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import facts as podman_facts  # noqa: E402
 
 pytestmark = pytest.mark.needs_root('rootful podman, and runuser for the rootless user, need root; '
                                     'make test runs as root (CI does)')
@@ -168,7 +170,8 @@ def test_restarting_container_is_not_stuck(names):
 
 
 def test_podman_that_errors_gives_an_error_finding(tmp_path):
-    """Bad input: podman that fails (unreadable containers.conf) is an error with the reason, not a traceback."""
+    """Bad input: podman that fails (unreadable containers.conf) is an error with the reason, not a traceback.
+    podman ps is the first command the detections run."""
     bad = tmp_path / 'containers.conf'
     bad.write_text('[engine\nthis is not toml')
     env = dict(PODMAN_ENV, CONTAINERS_CONF=str(bad))
@@ -181,7 +184,68 @@ def test_podman_that_errors_gives_an_error_finding(tmp_path):
         os.environ.clear()
         os.environ.update(old)
     assert finding['status'] == 'error'
-    assert 'podman info as root failed' in finding['summary']
+    assert 'podman ps as root failed' in finding['summary']
+
+
+def cheap_and_info(user=None):
+    """podman's four facts from podman --version and files (podman/facts.py), and from podman info."""
+    ctx = AuditContext()
+    cli = podman_cli.PodmanCli(ctx, user)
+    _rc, out, _err = cli.execute(['--version'], 'podman --version')
+    cheap = podman_facts.cheap(ctx, cli, out)
+    return cheap, cli.info()
+
+
+FACTS = ('version', 'rootless', 'apparmor_enabled', 'event_logger')
+
+
+@pytest.mark.parametrize('case', ['build containers.conf', 'events_logger none', 'no CONTAINERS_CONF, root XDG file'])
+def test_the_facts_without_podman_info_are_what_podman_info_says(tmp_path, monkeypatch, case):
+    """Each answer of the cheap sources is compared with this podman 4.3.1's own podman info, as root.
+    4.3.1 reads a user's containers.conf only rootless (containers/common v0.50.1 config_linux.go:36-45):
+    root's XDG_CONFIG_HOME file changes nothing, and both sides must say so."""
+    with open(os.path.join(BUILD, 'containers.conf')) as handle:
+        build_conf = handle.read()
+    assert '[engine]' in build_conf and 'events_logger' not in build_conf
+    if case == 'events_logger none':
+        conf = tmp_path / 'containers.conf'
+        conf.write_text(build_conf.rstrip('\n') + '\nevents_logger = "none"\n')
+        monkeypatch.setenv('CONTAINERS_CONF', str(conf))
+    elif case == 'no CONTAINERS_CONF, root XDG file':
+        monkeypatch.delenv('CONTAINERS_CONF', raising=False)
+        xdg = tmp_path / 'xdg' / 'containers'
+        xdg.mkdir(parents=True)
+        (xdg / 'containers.conf').write_text('[engine]\nevents_logger = "none"\n')
+        monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path / 'xdg'))
+    else:
+        monkeypatch.setenv('CONTAINERS_CONF', os.path.join(BUILD, 'containers.conf'))
+    cheap, info = cheap_and_info()
+    assert dict((f, cheap[f]) for f in FACTS) == dict((f, info[f]) for f in FACTS), cheap['sources']
+    assert cheap['event_logger'] == ('none' if case == 'events_logger none' else 'file')
+
+
+@pytest.mark.parametrize('xdg', [False, True])
+def test_the_rootless_users_facts_without_podman_info_are_what_podman_info_says(tmp_path, monkeypatch, xdg):
+    """The rootless user through runuser: rootless, no AppArmor, and its own containers.conf, found
+    through XDG_CONFIG_HOME (runuser passes it on) or its HOME."""
+    if xdg:
+        config = tempfile.mkdtemp(prefix='postmortem-xdg-')
+        os.makedirs(os.path.join(config, 'containers'))
+        with open(os.path.join(config, 'containers', 'containers.conf'), 'w') as handle:
+            handle.write('[engine]\nevents_logger = "none"\n')
+        # The user's own directory: rootless podman also keeps its CNI lock under XDG_CONFIG_HOME.
+        for path in (config, os.path.join(config, 'containers'), os.path.join(config, 'containers', 'containers.conf')):
+            shutil.chown(path, ROOTLESS, ROOTLESS)
+        monkeypatch.setenv('XDG_CONFIG_HOME', config)
+        # CONTAINERS_CONF would be the only file read (config.go:735-741).
+        monkeypatch.delenv('CONTAINERS_CONF', raising=False)
+    try:
+        cheap, info = cheap_and_info(ROOTLESS)
+    finally:
+        if xdg:
+            shutil.rmtree(config, ignore_errors=True)
+    assert dict((f, cheap[f]) for f in FACTS) == dict((f, info[f]) for f in FACTS), cheap['sources']
+    assert cheap['rootless'] is True and cheap['event_logger'] == ('none' if xdg else info['event_logger'])
 
 
 def test_export_probe_measures_the_rootful_shift(names):

@@ -180,7 +180,13 @@ def base_container(**overrides):
     ('exits non-zero with undecodable stderr', "printf 'Error: \\377\\376 broken\\n' >&2; exit 125\n", 'error',
      'Error: \\xff\\xfe broken'),
     ('prints no JSON', 'echo "<html>proxy error</html>"\n', 'error', 'did not print JSON'),
-    ('info host as a string', answering('[]', '[]', info='{"host": "x", "version": {"Version": "4.3.1"}}'), 'error',
+    # 5,000 levels make json.loads raise RecursionError; bounded_json refuses them before parsing.
+    ('prints JSON nested 5,000 deep', "python3 -c \"print('[' * 5000 + ']' * 5000)\"\n", 'error',
+     'nested deeper than 64 levels'),
+    # podman info is asked only with a container to judge (podman ps first), and only when podman's
+    # facts have no certain cheap source: here this stand-in prints no version.
+    ('info host as a string', answering(json.dumps([{'Id': 'a' * 64}]), json.dumps([base_container()]),
+                                        info='{"host": "x", "version": {"Version": "4.3.1"}}'), 'error',
      'field host is a string, not an object'),
 ])
 def test_podman_misbehaving_gives_clear_findings(tmp_path, case, script, status, fragment):

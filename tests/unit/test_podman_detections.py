@@ -19,6 +19,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.podman import c
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
 FIXTURES = os.path.join(os.path.dirname(__file__), 'fixtures', 'podman')
 PROFILE = 'containers-default-0.62.2'
@@ -63,6 +64,8 @@ class FakePodman(object):
         for word, answer in self.fail.items():
             if word in args:
                 return answer
+        if args == ['--version']:
+            return 0, 'podman version %s\n' % self.version, ''
         if args[0] == 'info':
             return 0, json.dumps({'host': {'security': {'rootless': self.rootless, 'apparmorEnabled': False},
                                            'eventLogger': 'journald'},
@@ -81,6 +84,9 @@ class FakePodman(object):
 
 
 def make_ctx(tmp_path, fake, apparmor='Y', which=True, settings=None, probes=()):
+    """A live host under tmp_path: /sys with AppArmor's module flag (no securityfs, so podman itself
+    would apply no profile: apparmorEnabled false, as FakePodman's info says), /proc/self of a root
+    process, PID 1 that is not systemd, no containers.conf: podman's facts come without podman info."""
     sys_root = tmp_path / 'sys'
     if apparmor is not None:
         enabled = sys_root / 'module' / 'apparmor' / 'parameters' / 'enabled'
@@ -88,10 +94,19 @@ def make_ctx(tmp_path, fake, apparmor='Y', which=True, settings=None, probes=())
         enabled.write_text(apparmor + '\n')
     else:
         sys_root.mkdir(exist_ok=True)
+    proc_self = tmp_path / 'proc' / 'self'
+    proc_self.mkdir(parents=True, exist_ok=True)
+    (proc_self / 'status').write_text('Uid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\n')
+    (proc_self / 'uid_map').write_text('0 0 4294967295\n')
+    (tmp_path / 'proc' / '1').mkdir(exist_ok=True)
+    (tmp_path / 'proc' / '1' / 'comm').write_text('init\n')
+    (tmp_path / 'root').mkdir(exist_ok=True)
     tools = {'podman': '/usr/bin/podman', 'runuser': '/usr/sbin/runuser'} if which else {}
-    return AuditContext(root='/', live=True, proc_root=str(tmp_path / 'proc'), sys_root=str(sys_root),
+    runner = CommandRunner()
+    runner.env = {'PATH': '/usr/sbin:/usr/bin', 'HOME': '/root'}
+    return AuditContext(root=str(tmp_path / 'root'), live=True, proc_root=str(tmp_path / 'proc'), sys_root=str(sys_root),
                         kernel_release='6.12.111', run_command=fake, which=tools.get, settings=settings or {},
-                        probes=probes)
+                        probes=probes, runner=runner)
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +143,8 @@ def test_the_write_ups_three_containers_on_an_apparmor_host(tmp_path):
     assert 'AppArmor enabled' in evidence['apparmor']
     assert '1 STUCK (rtest-userns)' in finding['summary'] and '1 AT RISK (rtest-running)' in finding['summary']
     # Detections never ask podman to change anything.
-    assert all(c[1] in ('info', 'ps', 'container', 'events') for c in fake.calls)
+    assert all(c[1] in ('--version', 'ps', 'container', 'events') for c in fake.calls)
+    assert finding['evidence']['podman_facts']['version'] == 'podman --version'
 
 
 def test_negatives_stopped_by_a_person_on_failure_zero_retries_spent_and_quadlet(tmp_path):
@@ -194,7 +210,7 @@ def test_fixed_in_setting_clears_at_risk(tmp_path):
 def test_bad_input_per_host(tmp_path, monkeypatch):
     not_installed = registry.run_one(make_ctx(tmp_path, FakePodman([]), which=False), podman_restart_userns)
     assert not_installed['status'] == 'not_applicable' and 'not installed' in not_installed['summary']
-    erroring = FakePodman([], fail={'info': (125, '', 'time="x" level=warning msg="cgroup v1"\nError: database is locked')})
+    erroring = FakePodman([], fail={'ps': (125, '', 'time="x" level=warning msg="cgroup v1"\nError: database is locked')})
     finding = registry.run_one(make_ctx(tmp_path, erroring), podman_restart_userns)
     assert finding['status'] == 'error' and 'database is locked' in finding['summary']
     garbage = FakePodman([], fail={'ps': (0, 'not json at all', '')})
@@ -231,7 +247,7 @@ def test_export_idmap_lists_mapped_containers_per_user(tmp_path):
 
 
 def test_export_idmap_user_errors_are_that_users_finding(tmp_path, monkeypatch):
-    fake = FakePodman([], fail={'info': (1, '', 'runuser: user nobody-here does not exist')})
+    fake = FakePodman([], fail={'ps': (1, '', 'runuser: user nobody-here does not exist')})
     ctx = make_ctx(tmp_path, fake, settings={'podman_export_idmap': {'users': ['nobody-here']}})
     finding = registry.run_one(ctx, podman_export_idmap)
     assert finding['status'] == 'error'
@@ -257,7 +273,33 @@ def test_both_podman_detections_in_one_run_ask_podman_once(tmp_path):
     assert findings['podman_restart_userns']['status'] == 'at_risk'
     assert findings['podman_export_idmap']['status'] == 'at_risk'
     verbs = [c[1] for c in fake.calls]
-    assert verbs.count('info') == 1 and verbs.count('ps') == 1 and verbs.count('container') == 1
+    assert verbs.count('--version') == 1 and verbs.count('ps') == 1 and verbs.count('container') == 1
+    assert 'info' not in verbs
+
+
+def test_without_containers_podman_is_asked_nothing_but_ps(tmp_path):
+    """podman ps lists nothing: no podman info, no podman --version, for either detection."""
+    fake = FakePodman([])
+    findings, _timings = registry.run(make_ctx(tmp_path, fake), [podman_restart_userns, podman_export_idmap])
+    assert [c[1:] for c in fake.calls] == [['ps', '--all', '--format', 'json']]
+    assert findings['podman_restart_userns']['status'] == 'not_applicable'
+    assert findings['podman_export_idmap']['status'] == 'not_applicable'
+    assert findings['podman_export_idmap']['evidence']['users'][0]['podman_facts'] == 'not read: no container'
+
+
+def test_the_facts_match_podman_info_or_come_from_it(tmp_path):
+    """Where a cheap source is not certain (here: PID 1 is systemd and has a journal, so the event
+    logger depends on podman's build), podman info is asked once and its answers are the evidence."""
+    fake = FakePodman([container('mapped', 'm', stopped_by_user=False)], version='4.3.1')
+    ctx = make_ctx(tmp_path, fake)
+    (tmp_path / 'proc' / '1' / 'comm').write_text('systemd\n')
+    (tmp_path / 'root' / 'run' / 'log' / 'journal' / 'abc').mkdir(parents=True)
+    findings, _timings = registry.run(ctx, [podman_restart_userns, podman_export_idmap])
+    evidence = findings['podman_restart_userns']['evidence']
+    assert evidence['event_logger'] == 'journald' and evidence['podman_version'] == '4.3.1'
+    assert evidence['podman_facts']['event_logger'] == 'podman info --format json'
+    assert 'built with systemd' in evidence['podman_facts']['why_podman_info']
+    assert [c[1] for c in fake.calls].count('info') == 1
 
 
 def test_a_restart_that_stopped_at_created_is_stuck(tmp_path):

@@ -22,7 +22,7 @@ __metaclass__ = type
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation, worst_instance
 
 ID = 'podman_export_idmap'
 GROUP = 'podman'
@@ -103,16 +103,20 @@ def _container_instance(cli, container, settings, probe_budget):
 
 def _user_instances(ctx, cli, settings):
     try:
-        info = cli.info()
+        # podman ps first: a user without containers needs nothing else asked.
         containers = cli.containers()
+        facts = cli.facts() if containers else None
     except podman.PodmanProblem as exc:
         return [instance('podman of %s' % cli.label, 'error', str(exc))], None
     budget = None
     if 'export_owners' in ctx.probes:
         budget = [True] * max(0, int(settings['probe_max_containers']))
     found = [_container_instance(cli, c, settings, budget) for c in containers]
-    return found, {'user': cli.label, 'podman_version': info['version'], 'rootless': info['rootless'],
-                   'containers': len(containers), 'mapped': sum(1 for c in containers if c.own_mapping)}
+    summary = {'user': cli.label, 'podman_version': facts['version'] if facts else None,
+               'rootless': facts['rootless'] if facts else None,
+               'podman_facts': facts['sources'] if facts else 'not read: no container',
+               'containers': len(containers), 'mapped': sum(1 for c in containers if c.own_mapping)}
+    return found, summary
 
 
 def detect(ctx):
@@ -141,7 +145,7 @@ def detect(ctx):
         summary = '%d container(s) have their own ID mapping; their exports and podman cp write shifted owners' % counts['at_risk']
     elif counts.get('error') or counts.get('unknown'):
         # Say what went wrong, not that nothing did.
-        summary = [i for i in instances if i['status'] in ('error', 'unknown')][0]['summary'].rstrip('.')
+        summary = worst_instance(instances, among=('error', 'unknown'))['summary'].rstrip('.')
     else:
         summary = 'No container of %s exports shifted owners' % ', '.join(c.label for c in clis)
     others = ', '.join('%d %s' % (n, s) for s, n in sorted(counts.items()) if s not in ('affected', 'at_risk'))

@@ -145,25 +145,30 @@ def _container_instance(cli, container, host):
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
     cli = podman.cli_for(ctx)
-    info = cli.info()
+    # podman ps first: without a container there is nothing to judge and nothing to ask podman.
     containers = cli.containers()
     enabled, apparmor_text = podman.apparmor_state(ctx)
+    evidence = {'apparmor': apparmor_text, 'containers': len(containers)}
+    if not containers:
+        evidence.update(containers_with_restart_policy=0, podman_facts='not read: no container')
+        return make_finding(_SELF, 'not_applicable', 'No rootful container has a restart policy (0 container(s)).',
+                            evidence=evidence)
+    facts = cli.facts()
     fixed_in = settings.get('fixed_in')
-    version = hostio.version_tuple(info['version'] or '')
+    version = hostio.version_tuple(facts['version'] or '')
     host = {
-        'podman_version': info['version'],
+        'podman_version': facts['version'],
         'apparmor_enabled': enabled,
         'apparmor': apparmor_text,
         'fixed_in': fixed_in,
         'fixed': bool(fixed_in and version and version >= hostio.version_tuple(str(fixed_in))),
     }
-    evidence = {
-        'podman_version': info['version'],
-        'apparmor': apparmor_text,
-        'podman_apparmor_enabled': info['apparmor_enabled'],
-        'event_logger': info['event_logger'],
-        'containers': len(containers),
-    }
+    evidence.update({
+        'podman_version': facts['version'],
+        'podman_apparmor_enabled': facts['apparmor_enabled'],
+        'event_logger': facts['event_logger'],
+        'podman_facts': facts['sources'],
+    })
     with_policy = [c for c in containers if c.restarts]
     evidence['containers_with_restart_policy'] = len(with_policy)
     instances = [_container_instance(cli, c, host) for c in with_policy]

@@ -12,16 +12,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
-
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
-from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio, json_fields
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import CommandTimeout, HostInputError
 
 # Restart policy names podman accepts; '' and 'no'/'never' mean none.
 RESTARTING_POLICIES = ('always', 'unless-stopped', 'on-failure')
 STOPPED_STATES = ('exited', 'stopped')
 # Containers per ``podman container inspect``: far below any argument-list limit.
 INSPECT_BATCH = 200
+FACTS = ('version', 'rootless', 'apparmor_enabled', 'event_logger')
+INFO_SOURCE = 'podman info --format json'
 
 
 class PodmanProblem(HostInputError):
@@ -56,7 +56,12 @@ class PodmanCli(object):
         self.steps = steps
         self.binary = ctx.which('podman')
         self._info = None
+        self._facts = None
         self._containers = None
+        # Commands that did not finish within their limit, and how that was said: asked again in the
+        # same run (the other podman detection), they fail at once. A podman waiting on a lock
+        # costs one command_timeout per run, not one per detection.
+        self._timed_out = {}
 
     @property
     def label(self):
@@ -92,7 +97,19 @@ class PodmanCli(object):
         cmd = self.command(args)
         if record and self.steps is not None:
             self.steps.append(' '.join(cmd))
-        rc, out, err = self.ctx.run_command(cmd)
+        key = tuple(cmd)
+        if key in self._timed_out:
+            raise CommandTimeout('%s; not run again' % self._timed_out[key])
+        # A used-up detection budget stops a command before it starts (runner.limit): not a hang.
+        limit = getattr(self.ctx.runner, 'limit', None)
+        ran = limit is None or limit()[0] > 0
+        try:
+            rc, out, err = self.ctx.run_command(cmd)
+        except CommandTimeout as exc:
+            # Only a command that ran out of its time, not one the used-up budget kept from starting.
+            if ran:
+                self._timed_out[key] = str(exc)
+            raise
         if check and rc != 0:
             raise PodmanProblem('%s as %s failed (rc %s): %s'
                                 % (what, self.label, rc, first_line(err) or first_line(out) or 'no output'))
@@ -103,10 +120,18 @@ class PodmanCli(object):
 
     def json(self, args, what):
         out = self.run(args, what)
+        return self._parse(out, 'podman %s' % what)
+
+    def _parse(self, out, what):
+        # podman's output is input we do not control: parsed within bounded_json's size and depth.
+        if not (out or '').strip():
+            return None
         try:
-            return json.loads(out or 'null')
-        except ValueError:
-            raise PodmanProblem('podman %s as %s did not print JSON: %r' % (what, self.label, (out or '')[:120]))
+            return bounded_json.loads(out, '%s as %s' % (what, self.label))
+        except bounded_json.JsonInputError as exc:
+            if exc.kind == 'syntax':
+                raise PodmanProblem('%s as %s did not print JSON: %s' % (what, self.label, exc.detail))
+            raise PodmanProblem(str(exc))
 
     def info(self):
         if self._info is None:
@@ -124,6 +149,25 @@ class PodmanCli(object):
                 'event_logger': _typed(host, 'eventLogger', 'string', where),
             }
         return self._info
+
+    def facts(self):
+        """version, rootless, apparmor_enabled and event_logger of this podman, and ``sources``: where
+        each came from. podman --version and files where they are certain (facts.py), else podman info."""
+        if self._facts is None:
+            # Imported here: only a podman with containers to judge needs it.
+            from ansible_collections.homelab.postmortem.plugins.module_utils.podman import facts as podman_facts
+            rc, out, err = self.execute(['--version'], 'podman --version', check=False)
+            try:
+                if rc != 0:
+                    raise podman_facts.Uncertain('podman --version failed (rc %s): %s'
+                                                 % (rc, first_line(err) or first_line(out) or 'no output'))
+                found = podman_facts.cheap(self.ctx, self, out)
+            except (podman_facts.Uncertain, hostio.ReadProblem) as exc:
+                found = dict(self.info())
+                found['sources'] = dict((name, INFO_SOURCE) for name in FACTS)
+                found['sources']['why_podman_info'] = str(exc)
+            self._facts = found
+        return self._facts
 
     def containers(self):
         """Every container of this user, as parsed Container objects (read once per PodmanCli)."""
@@ -175,10 +219,7 @@ class PodmanCli(object):
                                     record=record)
         if rc != 0:
             raise _CommandFailed(rc, first_line(err) or first_line(out) or 'no output')
-        try:
-            data = json.loads(out or 'null')
-        except ValueError:
-            raise PodmanProblem('podman container inspect as %s did not print JSON: %r' % (self.label, (out or '')[:120]))
+        data = self._parse(out, 'podman container inspect')
         if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
             raise PodmanProblem('podman container inspect as %s printed %s, not a list of objects'
                                 % (self.label, _describe(data)))
@@ -196,43 +237,24 @@ class PodmanCli(object):
             if not line:
                 continue
             try:
-                event = json.loads(line)
-            except ValueError:
+                event = bounded_json.loads(line, 'podman events')
+            except bounded_json.JsonInputError:
                 continue
             if isinstance(event, dict) and event.get('ID', container_id) == container_id:
                 events.append((event.get('Status'), event.get('Time')))
         return events
 
 
-_KINDS = {'object': dict, 'list': list, 'string': str, 'boolean': bool}
+_describe = json_fields.describe
 
 
 def _typed(data, key, kind, where):
     """data[key] when it has the expected kind (None when absent or null); a PodmanProblem that
     names the field and the tool when it does not."""
-    value = data.get(key)
-    if value is None:
-        return None
-    if kind == 'integer':
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    else:
-        ok = isinstance(value, _KINDS[kind])
-    if not ok:
-        article = 'an' if kind[0] in 'aeiou' else 'a'
-        raise PodmanProblem('podman %s: field %s is %s, not %s %s' % (where, key, _describe(value), article, kind))
-    return value
-
-
-def _describe(value):
-    if value is None:
-        return 'null'
-    if isinstance(value, bool):
-        return 'a boolean'
-    if isinstance(value, (int, float)):
-        return 'a number (%r)' % value
-    if isinstance(value, str):
-        return 'a string'
-    return 'a list' if isinstance(value, list) else 'a %s' % type(value).__name__
+    try:
+        return json_fields.typed(data, key, kind)
+    except json_fields.FieldError as exc:
+        raise PodmanProblem('podman %s: %s' % (where, exc))
 
 
 def _strings(value):
