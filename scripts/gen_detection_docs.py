@@ -3,7 +3,7 @@
 The block between BEGIN and END markers (under "## Where it runs and settings")
 is made from GROUP, APPLIES, PROBES, REMEDIATION['disruption'] and the SETTINGS
 spec, so the settings documentation cannot drift from what audit_facts
-validates. tests/unit/test_detection_contract.py fails when a page is stale.
+validates. tests/unit/contract/test_detection_contract.py fails when a page is stale.
 
 Usage: .venv/bin/python scripts/gen_detection_docs.py [--check]
 """

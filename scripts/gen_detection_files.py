@@ -8,7 +8,7 @@ registry line, its docs page and its tests:
 - the detections table of README.md;
 - docs/variables.md, every variable of the playbooks, from plugins/module_utils/audit_variables.py.
 
-Each generated part says so; tests/unit/test_generated_files.py fails when one is stale.
+Each generated part says so; tests/unit/contract/test_generated_files.py fails when one is stale.
 
 Usage: .venv/bin/python scripts/gen_detection_files.py [--check]
 """

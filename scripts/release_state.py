@@ -1,4 +1,4 @@
-"""The collection's one version, read against its changelog (tests/unit/test_release.py, make release-check).
+"""The collection's one version, read against its changelog (tests/unit/contract/test_release.py, make release-check).
 
 galaxy.yml's `version` is the version being prepared. Between releases it is ahead of the changelog's
 last release (changelogs/changelog.yaml) and changelogs/fragments/ holds what it will contain; a

@@ -6,7 +6,7 @@ with the tiny busybox image built by scripts/make_tiny_image.py. Containers are
 really created, really exit, really get stuck.
 
 Not real here: AppArmor (this kernel has none). The AT RISK side of
-podman_restart_userns is covered by tests/unit/test_podman_detections.py with recorded
+podman_restart_userns is covered by tests/unit/plugins/module_utils/detections/test_podman_restart_userns.py with recorded
 inspect output and a host-state fixture; here the same containers are checked to
 be reported ok *because* AppArmor is absent, with that reason in the evidence.
 """

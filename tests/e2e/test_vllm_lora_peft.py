@@ -3,7 +3,7 @@ per-module scales checked against PEFT's own ``scaling``, and the folded adapter
 PEFT and checked to give the same outputs. PEFT runs in its own interpreter (tests/e2e/
 peft_oracle.py: torch cannot start in a process where ansible-core has replaced sys.intern).
 vLLM cannot run here (no GPU); its scaling rule is the one in vllm/lora/peft_helper.py,
-unit-tested in tests/unit/test_vllm_lora.py.
+unit-tested in tests/unit/plugins/module_utils/detections/test_vllm_lora_patterns.py.
 """
 import json
 import math

@@ -1,0 +1,148 @@
+"""The contract every registered detection keeps: adding one touches a known set of files.
+
+For each detection: its module in detections/, its docs page with the standard
+sections and a current generated block, its README row, its facts module, its
+entry in audit_facts' documentation, a valid settings spec, declarations the
+registry enforces, and a remediation in the one documented shape that points at
+a role or module that exists.
+"""
+import ast
+import importlib.util
+import os
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry, settings
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, REMEDIATION_KEYS
+
+from ..helpers import REPO_ROOT
+
+DETECTIONS = registry.DETECTIONS
+IDS = [d.ID for d in DETECTIONS]
+SECTIONS = ('## What breaks', '## How we detect it', '## Evidence', '## The fix', '## Where it runs and settings',
+            '## References')
+
+
+def read(*parts):
+    with open(os.path.join(REPO_ROOT, *parts)) as handle:
+        return handle.read()
+
+
+def module_doc(name):
+    tree = ast.parse(read('plugins', 'modules', '%s.py' % name))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and node.targets[0].id == 'DOCUMENTATION':
+            return yaml.safe_load(node.value.value)
+    raise AssertionError('%s has no DOCUMENTATION' % name)
+
+
+def _docs_generator():
+    spec = importlib.util.spec_from_file_location('gen_detection_docs', os.path.join(REPO_ROOT, 'scripts', 'gen_detection_docs.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+GEN = _docs_generator()
+
+
+def test_every_file_in_detections_is_registered():
+    folder = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'detections')
+    files = sorted(f[:-3] for f in os.listdir(folder) if f.endswith('.py') and f != '__init__.py')
+    assert files == sorted(IDS)
+
+
+@pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
+def test_declarations(detection):
+    assert detection.__name__.endswith('.detections.%s' % detection.ID)
+    assert re.match(r'^[a-z][a-z0-9_]+$', detection.ID)
+    assert detection.ID.startswith(detection.GROUP + '_') and detection.GROUP in registry.GROUPS
+    assert detection.TITLE and detection.REFERENCES
+    assert set(detection.APPLIES) == {'image', 'binary', 'root'}
+    assert callable(getattr(detection, 'absent', callable))  # optional: why there is nothing to judge
+    assert isinstance(detection.APPLIES['image'], bool)
+    assert isinstance(detection.PROBES, tuple)
+    assert settings.check_spec(detection.SETTINGS) == []
+    assert callable(detection.detect)
+
+
+@pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
+def test_detection_reads_the_host_only_through_ctx(detection):
+    source = read('plugins', 'module_utils', 'detections', '%s.py' % detection.ID)
+    for forbidden in ('subprocess', 'geteuid', 'getuid', 'os.system', 'module.run_command'):
+        assert forbidden not in source, '%s uses %s; go through ctx' % (detection.ID, forbidden)
+
+
+@pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
+def test_remediation_shape(detection):
+    remediation = detection.REMEDIATION
+    assert tuple(sorted(remediation)) == tuple(sorted(REMEDIATION_KEYS))
+    assert remediation['disruption'] in DISRUPTIONS
+    assert remediation['manual'] and all(isinstance(step, str) and step for step in remediation['manual'])
+    assert isinstance(remediation['vars'], dict)
+    if remediation['role']:
+        role = remediation['role'].split('.')[-1]
+        specs = yaml.safe_load(read('roles', role, 'meta', 'argument_specs.yml'))
+        options = specs['argument_specs']['main']['options']
+        unknown = set(remediation['vars']) - set(options)
+        assert not unknown, 'role %s has no variables %s' % (role, unknown)
+    else:
+        assert not remediation['vars'], 'vars without a role'
+    if remediation['module']:
+        assert os.path.exists(os.path.join(REPO_ROOT, 'plugins', 'modules', '%s.py' % remediation['module'].split('.')[-1]))
+
+
+@pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
+def test_docs_page(detection):
+    text = read('docs', '%s.md' % detection.ID)
+    assert text.startswith('# %s: ' % detection.ID)
+    positions = [text.find('\n%s\n' % section) for section in SECTIONS]
+    assert -1 not in positions, 'missing: %s' % [s for s, p in zip(SECTIONS, positions) if p == -1]
+    assert positions == sorted(positions), 'sections out of order'
+    assert GEN.updated(text, GEN.render(detection, settings.describe_type)) == text, \
+        'docs/%s.md is stale: run .venv/bin/python scripts/gen_detection_docs.py' % detection.ID
+
+
+@pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
+def test_readme_row(detection):
+    assert '| [`%s`](docs/%s.md) |' % (detection.ID, detection.ID) in read('README.md')
+
+
+@pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
+def test_facts_module(detection):
+    name = '%s_facts' % detection.ID
+    source = read('plugins', 'modules', '%s.py' % name)
+    assert "run_module('%s')" % detection.ID in source
+    doc = module_doc(name)
+    assert doc['module'] == name
+    assert 'homelab.postmortem.detection' in doc['extends_documentation_fragment']
+    text = yaml.safe_dump(doc)
+    for key in detection.SETTINGS:
+        assert 'C(%s)' % key in text, '%s does not document the setting %s' % (name, key)
+    for probe in detection.PROBES:
+        assert probe in text, '%s does not document the probe %s' % (name, probe)
+
+
+def test_audit_facts_documents_every_check_and_group():
+    checks = ' '.join(module_doc('audit_facts')['options']['checks']['description'])
+    for detection in DETECTIONS:
+        assert 'C(%s)' % detection.ID in checks
+    for group in registry.groups():
+        assert 'C(%s)' % group in checks
+
+
+def test_every_disruptive_switch_is_a_role_option_that_is_off_by_default():
+    """remediate.yml never passes these from a finding's advice; each must exist in its role's argument
+    spec, default false, so that a restart or reboot stays the user's choice."""
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import remediation
+    roles = os.path.join(REPO_ROOT, 'roles')
+    for role, switch in remediation.SWITCHES.items():
+        with open(os.path.join(roles, role.rsplit('.', maxsplit=1)[-1], 'meta', 'argument_specs.yml')) as handle:
+            options = yaml.safe_load(handle)['argument_specs']['main']['options']
+        assert options[switch]['type'] == 'bool' and options[switch].get('default') is False, (role, switch)
+    for detection in DETECTIONS:
+        role = detection.REMEDIATION.get('role')
+        if role and detection.REMEDIATION['disruption'] != 'none':
+            assert role in remediation.SWITCHES, (detection.ID, role)
