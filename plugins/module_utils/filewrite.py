@@ -16,6 +16,7 @@ __metaclass__ = type
 import errno
 import os
 import time
+from stat import S_ISREG
 
 BACKUP_SUFFIX = '.bak'
 # What a filesystem without owners or permission bits answers to chown/chmod/utime.
@@ -111,11 +112,22 @@ def _stage(module, path, before, after, staged):
 def copy_file(source, dest):
     """Copy ``source`` to a new file ``dest`` (never over an existing one): contents, then mode,
     owner and times where the filesystem keeps them. A partial copy is removed on failure.
-    shutil.copy2 is not used: its copystat fails on fusefat, after the data was written."""
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
+    shutil.copy2 is not used: its copystat fails on fusefat, after the data was written.
+    ``source`` must be a regular file: a FIFO or a device in a config file's place would block the
+    copy or never end, so anything else is an OSError (EINVAL) that names the file."""
+    # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
+    src_fd = os.open(source, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
+    try:
+        stat = os.fstat(src_fd)
+        if not S_ISREG(stat.st_mode):
+            raise IOError(errno.EINVAL, '%s is not a regular file; nothing was copied' % source)
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o600)
+    except BaseException:
+        os.close(src_fd)
+        raise
     try:
         with os.fdopen(fd, 'wb') as out:
-            with open(source, 'rb') as src:
+            with os.fdopen(src_fd, 'rb') as src:
                 while True:
                     chunk = src.read(1024 * 1024)
                     if not chunk:
@@ -123,7 +135,6 @@ def copy_file(source, dest):
                     out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
-        stat = os.stat(source)
         _apply_metadata(_NoSelinux, dest, stat)
         try:
             os.utime(dest, (stat.st_atime, stat.st_mtime))

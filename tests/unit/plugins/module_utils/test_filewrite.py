@@ -157,6 +157,16 @@ def test_a_failed_backup_leaves_no_partial_copy(tmp_path, monkeypatch):
     assert not list(tmp_path.rglob('*.bak'))
 
 
+def test_a_fifo_in_a_files_place_is_refused_at_once_and_copies_nothing(tmp_path):
+    """A FIFO without a writer: plain open() would wait for one forever; the backup must not."""
+    fifo = tmp_path / 'config.txt'
+    os.mkfifo(str(fifo))
+    with pytest.raises(OSError) as raised:
+        filewrite.backup_file(str(fifo))
+    assert raised.value.errno == errno.EINVAL and 'is not a regular file' in str(raised.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ['config.txt']
+
+
 def test_filesystem_type_reads_the_longest_mount_point(tmp_path):
     assert filewrite.filesystem_type('/proc/self') == 'proc'
     assert filewrite.filesystem_type(str(tmp_path)) is not None
