@@ -31,8 +31,7 @@ import stat
 import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
-from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
-from ansible_collections.homelab.postmortem.plugins.module_utils.docker import dockerd
+from ansible_collections.homelab.postmortem.plugins.module_utils.docker import address as docker_address
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
 
@@ -175,6 +174,7 @@ def _ping(ctx, pid, address):
 
 
 def _engine(api, settings):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
     version = api.get_object('/version')
     info = api.get_object('/info')
     engine = version.get('Version')
@@ -219,6 +219,7 @@ def _failed_setup_tasks(api, engine):
     A task or container whose fields have the wrong type is named in the second list:
     skipping it silently could hide a failed start.
     """
+    from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
     found, problems = {}, []
     if engine['manager']:
         where = 'GET /tasks'
@@ -333,6 +334,7 @@ def _left_or_unknown(name, problem, evidence, what):
 
 
 def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
     where = 'GET /networks/%s' % network['Id'][:12]
     label = _entry_name(entry, cid)
     name = 'container %s on %s' % (label, network['Name'])
@@ -419,6 +421,7 @@ def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe)
 
 
 def _network_instances(ctx, api, network, assumed, failed, engine, budget):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
     path = api.object_path('networks', network['Id'])
     try:
         detail = api.get_object(path)
@@ -482,6 +485,7 @@ def _address(entry):
 def _overlay_networks(api):
     """([{Id, Name}] of the overlay networks other than ingress, [unknown instances for entries that
     cannot be read]): a network whose entry has the wrong types is unknown, not skipped."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
     where = 'GET /networks'
     networks, unreadable = [], []
     for position, item in enumerate(api.get_list('/networks', {'filters': json.dumps({'driver': ['overlay']})})):
@@ -505,6 +509,7 @@ def _overlay_networks(api):
 
 def _assumed_exec_root(ctx, settings, socket):
     """Where the exec root is taken to be when no sandbox key shows it: the setting, else as dockerd resolved it."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.docker import dockerd
     if settings.get('exec_root'):
         assumed = {'exec_root': settings['exec_root'], 'from': 'setting exec_root', 'notes': []}
     else:
@@ -531,11 +536,12 @@ def _exec_root_evidence(evidence, assumed, per_network):
 
 def absent(ctx):
     """Why there is no daemon to judge (asked before root is required; the socket's directory is world-readable)."""
-    path = docker_api.socket_path(ctx.settings_for(_SELF)['socket'])
+    path = docker_address.socket_path(ctx.settings_for(_SELF)['socket'])
     return None if os.path.lexists(path) else 'No Docker daemon socket at %s.' % path
 
 
 def detect(ctx):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
     settings = ctx.settings_for(_SELF)
     path = docker_api.socket_path(settings['socket'])
     if not os.path.exists(path):

@@ -22,9 +22,7 @@ import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 
 ID = 'ollama_format_think'
 GROUP = 'ollama'
@@ -45,7 +43,7 @@ REMEDIATION = make_remediation(
     disruption='none',
 )
 PROBES = ('format_think',)
-SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
+SETTINGS = dict(ollama_common.COMMON_SETTINGS, **{
     'fixed_in': {'type': 'version', 'default': None,
                  'description': 'First Ollama version that holds direct answers to the schema; unset while none is known.'},
     'probe_models': {'type': 'list', 'elements': 'str', 'default': [],
@@ -76,6 +74,7 @@ def _holds(content):
 
 
 def _probe(server, settings, model):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
     counts = {'requests': 0, 'skipped_thinking': 0, 'broke_schema_without_thinking': 0, 'broke_schema_with_thinking': 0}
     examples = []
     for prompt in PROMPTS:
@@ -98,6 +97,7 @@ def _probe(server, settings, model):
 
 
 def _model_instance(ctx, server, model, settings, budget, setting):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
     name = 'model %s' % model
     show = server.show(model)
     if show is None:
@@ -141,6 +141,14 @@ def _model_instance(ctx, server, model, settings, budget, setting):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
+    # Nothing listening is the common case: answered before the Ollama client is loaded (every module
+    # the audit imports is compiled from the payload on every host, every run).
+    nothing = ollama_common.nothing_listens(ctx, _SELF, settings)
+    if nothing is not None:
+        return nothing
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
     server, early = ollama_api.connect(ctx, _SELF, settings)
     if early:
         return early

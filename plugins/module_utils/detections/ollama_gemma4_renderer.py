@@ -28,9 +28,7 @@ import sys
 from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
     instance, make_finding, make_remediation, worst_instance)
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 
 ID = 'ollama_gemma4_renderer'
 GROUP = 'ollama'
@@ -57,7 +55,7 @@ REMEDIATION = make_remediation(
     disruption='none',
 )
 PROBES = ()
-SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
+SETTINGS = dict(ollama_common.COMMON_SETTINGS, **{
     'fixed_in': {'type': 'version', 'default': None,
                  'description': 'First Ollama version with the 11.5e9 threshold (commit 122c7dab); unset while no release is confirmed.'},
 })
@@ -71,6 +69,7 @@ def _is_gemma4(details):
 
 
 def _model_instance(server, short, rules):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
     name = 'model %s' % short
     version_text = server.version_text
     tag_details = server.tag(short).get('details')
@@ -129,6 +128,14 @@ def _model_instance(server, short, rules):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
+    # Nothing listening is the common case: answered before the Ollama client is loaded (every module
+    # the audit imports is compiled from the payload on every host, every run).
+    nothing = ollama_common.nothing_listens(ctx, _SELF, settings)
+    if nothing is not None:
+        return nothing
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
     server, early = ollama_api.connect(ctx, _SELF, settings)
     if early:
         return early

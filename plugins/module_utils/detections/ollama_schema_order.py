@@ -23,10 +23,7 @@ from collections import OrderedDict
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.renderer import stored_directives
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 
 ID = 'ollama_schema_order'
 GROUP = 'ollama'
@@ -53,7 +50,7 @@ REMEDIATION = make_remediation(
     disruption='none',
 )
 PROBES = ('schema_order',)
-SETTINGS = dict(ollama_api.COMMON_SETTINGS, **{
+SETTINGS = dict(ollama_common.COMMON_SETTINGS, **{
     'probe_models': {'type': 'list', 'elements': 'str', 'default': [],
                      'description': 'Models the schema_order probe asks (default: every model at risk, up to probe_max_models).'},
     'probe_max_models': {'type': 'int', 'default': 5, 'min': 1, 'max': 100,
@@ -75,6 +72,7 @@ DECLARED = ['zeta_colour', 'alpha_animal']
 
 def _probe(server, settings, model):
     """(the reply's keys in the order the model wrote them, evidence); keys None when the reply is no JSON object."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
     body = {'model': model, 'stream': False, 'format': SCHEMA, 'think': False,
             'messages': [{'role': 'user', 'content': 'Name a colour and an animal.'}],
             'options': {'temperature': 0, 'num_predict': 64}}
@@ -92,6 +90,8 @@ def _probe(server, settings, model):
 
 
 def _model_instance(ctx, server, model, setting, probe_budget):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.renderer import stored_directives
     name = 'model %s' % model
     show = server.show(model)
     if show is None:
@@ -135,6 +135,7 @@ def _model_instance(ctx, server, model, setting, probe_budget):
 
 def _by_version(server, evidence):
     """The finding when the version alone decides, else None."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
     version, text = server.version, server.version_text
     for first, change in ((SCHEMA_FORMAT_FROM, 'JSON schema formats (PR 7900)'),
                           (RESORT_FIXED_IN, 'the key-order fixes #8002 and #8055'),
@@ -157,6 +158,13 @@ def _by_version(server, evidence):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
+    # Nothing listening is the common case: answered before the Ollama client is loaded (every module
+    # the audit imports is compiled from the payload on every host, every run).
+    nothing = ollama_common.nothing_listens(ctx, _SELF, settings)
+    if nothing is not None:
+        return nothing
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
     server, early = ollama_api.connect(ctx, _SELF, settings)
     if early:
         return early

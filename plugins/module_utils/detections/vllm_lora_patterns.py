@@ -18,9 +18,7 @@ import sys
 from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding, make_remediation
-from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import install as vllm_install
-from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
 
 ID = 'vllm_lora_patterns'
 GROUP = 'vllm'
@@ -98,12 +96,15 @@ def _installs(ctx, settings, processes):
 
 def _max_lora_rank(entry):
     """The engine's --max-lora-rank (vllm/config/lora.py default 16), or None when it is not a number."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
     value = entry.value('--max-lora-rank', str(lora_scale.VLLM_DEFAULT_MAX_LORA_RANK))
     return int(value) if value.isdigit() and len(value) < 7 else None
 
 
 def _judge_one(adapter, version, text, where, max_lora_rank, listed):
     """(status, summary line, evidence) for one vLLM version."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
     name = 'adapter %s' % adapter.path
     rows, refusals = vllm_adapters.judge(adapter, version, max_lora_rank)
     all_off = [row for row in rows if row['off'] == 'all']
@@ -134,6 +135,7 @@ def _judge_one(adapter, version, text, where, max_lora_rank, listed):
 
 
 def _adapter_instance(ctx, path, installs, listed, used_by, max_ranks):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
     try:
         return _judged(vllm_adapters.load(path, ctx.path), installs, listed, used_by, max_ranks)
     except HostInputError as exc:
@@ -142,6 +144,7 @@ def _adapter_instance(ctx, path, installs, listed, used_by, max_ranks):
 
 
 def _judged(adapter, installs, listed, used_by, max_ranks):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
     path = adapter.path
     name = 'adapter %s' % path
     config = adapter.config
@@ -172,6 +175,7 @@ def _judged(adapter, installs, listed, used_by, max_ranks):
 
 
 def rule_name(version):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
     return lora_scale.rule_name(version) + ('' if version >= lora_scale.RSLORA_SINCE else ', no rsLoRA')
 
 
@@ -184,7 +188,14 @@ def detect(ctx):
         for path in _lora_modules(entry):
             used_by.setdefault(path, []).append(entry.pid)
     roots = list(settings['adapter_paths'])
-    found, walk_problems, skipped = vllm_adapters.find(ctx, roots, settings['max_adapters'])
+    if roots:
+        # The adapter code (PEFT's and vLLM's rules, safetensors) is loaded only when there is a place to
+        # look for adapters: every module the audit imports is compiled from the payload on every host, every
+        # run. With no root, find() walks nothing and returns ([], [], 0).
+        from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
+        found, walk_problems, skipped = vllm_adapters.find(ctx, roots, settings['max_adapters'])
+    else:
+        found, walk_problems, skipped = [], [], 0
     paths = list(found)
     for path in sorted(used_by):
         if path not in paths:

@@ -20,9 +20,7 @@ import sys
 from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding, make_remediation
-from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import checkpoint as vllm_checkpoint
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import install as vllm_install
-from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
 
 ID = 'vllm_weight_cache'
 GROUP = 'vllm'
@@ -89,6 +87,8 @@ def _model_dir(ctx, entry):
 
 def _side(ctx, entry):
     """(weight_cache.Side, safetensors headers, problems) of one engine or daemon."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import checkpoint as vllm_checkpoint
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
     problems = []
     model, real = _model_dir(ctx, entry)
     config, fingerprint, headers = {}, None, []
@@ -120,6 +120,7 @@ def _summary_of(rows):
 
 def _journal(ctx, entry, engines, settings):
     """(what the engine's last load did per its log, the line, why it was not read)."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
     if not settings['journal_lines']:
         return None, None, 'not read (journal_lines 0)'
     unit, scope = hostio.systemd_unit_from_cgroup(entry.process.cgroup_lines())
@@ -142,6 +143,7 @@ def _journal(ctx, entry, engines, settings):
 
 
 def _content(settings, engine_headers, daemon_headers):
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import checkpoint as vllm_checkpoint
     full = settings['content_check'] == 'full'
     engine_fp, engine_tensors, engine_read = vllm_checkpoint.content(engine_headers, full, settings['max_tensors'])
     daemon_fp, daemon_tensors, _read = vllm_checkpoint.content(daemon_headers, full, settings['max_tensors'])
@@ -154,6 +156,7 @@ def _content(settings, engine_headers, daemon_headers):
 
 def _judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_headers):
     """(status, summary, evidence) for one engine against one daemon."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
     name = 'engine pid %d' % engine.entry.pid
     key_rows = weight_cache.compare_keys(engine, daemon)
     socket_rows = weight_cache.compare_socket(ctx, engine, daemon)
@@ -218,6 +221,9 @@ def detect(ctx):
         summary = ('No vLLM engine loads from the weight cache (--load-format ipc_cache).' if processes
                    else 'No vLLM process found.')
         return make_finding(_SELF, status, summary, evidence=evidence)
+    # Loaded only for an ipc_cache engine: every module the audit imports is compiled from the payload
+    # on every host, every run, and most hosts run no vLLM.
+    from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
     sides, instances = {}, []
     for entry in daemons + engines:
         try:

@@ -20,18 +20,10 @@ import socket
 from ansible.module_utils.six.moves.urllib.parse import quote, urlencode
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import json_fields
-from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+from ansible_collections.homelab.postmortem.plugins.module_utils.docker.address import (  # noqa: F401 pylint: disable=unused-import
+    DEFAULT_SOCKET, DockerProblem, socket_path)
 
-DEFAULT_SOCKET = '/var/run/docker.sock'
 MAX_REPLY_BYTES = 16 * 1024 * 1024
-
-
-class DockerProblem(HostInputError):
-    """``status``: the HTTP status when the daemon answered one (404: the object is gone)."""
-
-    def __init__(self, message, finding_status=None, status=None):
-        super(DockerProblem, self).__init__(message, finding_status)
-        self.status = status
 
 
 # Kept under these names: the docker package and its tests call them from here.
@@ -47,16 +39,6 @@ def typed(data, key, kind, where, required=False, label=None):
         return json_fields.typed(data, key, kind, required=required, label=label)
     except json_fields.FieldError as exc:
         raise DockerProblem('Docker API %s: %s' % (where, exc))
-
-
-def socket_path(host):
-    """The socket path of a DOCKER_HOST-style value (unix:///run/docker.sock or a bare path)."""
-    host = (host or DEFAULT_SOCKET).strip()
-    if host.startswith('unix://'):
-        return host[len('unix://'):]
-    if host.startswith('/'):
-        return host
-    raise DockerProblem('%r is not a unix socket; only the local daemon is audited' % host)
 
 
 def _one_line(text, limit=200):

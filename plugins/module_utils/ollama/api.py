@@ -25,14 +25,9 @@ __metaclass__ = type
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, worst_instance
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.common import (  # noqa: F401 pylint: disable=unused-import
+    COMMON_SETTINGS, nothing_answers)
 
-COMMON_SETTINGS = {
-    'url': {'type': 'str', 'default': 'http://127.0.0.1:11434',
-            'description': "Ollama's address on the audited host (loopback only)."},
-    'timeout': {'type': 'int', 'default': 10, 'min': 1, 'max': 300, 'description': 'Seconds one request may take.'},
-    'max_models': {'type': 'int', 'default': 500, 'min': 1, 'max': 100000,
-                   'description': 'Models read at most; the rest are counted and named as skipped.'},
-}
 # /api/tags lists every model in one reply, about 350 bytes each: room for max_models' largest value.
 TAGS_MAX_BYTES = 48 * 1024 * 1024
 # Unreadable /api/tags entries without a usable name, named one by one at most.
@@ -294,8 +289,7 @@ def connect(ctx, detection, settings):
     does not parse (unknown): the same first answer for every ollama_* detection."""
     server = server_for(ctx, settings)
     if server is None:
-        return None, make_finding(detection, 'not_applicable', 'No Ollama answers at %s.' % settings['url'],
-                                  evidence={'url': settings['url']})
+        return None, nothing_answers(detection, settings)
     if server.version is None:
         return None, make_finding(detection, 'unknown', 'Ollama at %s: %s.' % (settings['url'], server.version_problem),
                                   evidence=server.evidence())

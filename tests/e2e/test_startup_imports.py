@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, homelab.postmortem contributors
+# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Every module the audit imports is compiled from the AnsiballZ payload on every host, every run
+(docs/performance.md): a host with no Docker socket, nothing listening where Ollama would be and no
+vLLM process loads none of the Docker, Ollama or vLLM client code, and gets the same answers.
+
+The whole audit runs in a fresh interpreter against this machine, as audit_facts runs it."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from helpers import BUILD
+
+COLLECTIONS_PATH = os.path.join(BUILD, 'collections')  # what install-collection.sh installed
+
+PREFIX = 'ansible_collections.homelab.postmortem.plugins.module_utils.'
+HEAVY = ['docker.api', 'docker.dockerd', 'ollama.api', 'ollama.chat_path', 'ollama.version', 'ollama.renderer',
+         'vllm.adapters', 'vllm.lora_scale', 'vllm.safetensors', 'vllm.checkpoint', 'vllm.weight_cache']
+
+AUDIT = '''
+import json, sys
+sys.path.insert(0, %r)
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+settings = registry.validate_settings(json.loads(%r))
+findings, _timings = registry.run(AuditContext(root='/', settings=settings), registry.DETECTIONS)
+print(json.dumps({'findings': dict((k, [v['status'], v['summary']]) for k, v in findings.items()),
+                  'modules': sorted(sys.modules)}))
+'''
+
+
+def _audit(settings):
+    code = AUDIT % (COLLECTIONS_PATH, json.dumps(settings))
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, timeout=120).stdout
+    return json.loads(out)
+
+
+def _free_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+def test_a_host_without_docker_ollama_or_vllm_loads_none_of_their_code():
+    if os.path.lexists('/var/run/docker.sock'):
+        pytest.skip('a Docker socket exists on this machine')
+    # Nothing listens on this port: the Ollama detections are asked about it instead of 11434, which a
+    # test elsewhere may be serving.
+    url = 'http://127.0.0.1:%d' % _free_port()
+    settings = dict((check, {'url': url}) for check in ('ollama_gemma4_renderer', 'ollama_format_think',
+                                                        'ollama_schema_order'))
+    result = _audit(settings)
+    findings = result['findings']
+    if findings['vllm_weight_cache'][1] != 'No vLLM process found.':
+        pytest.skip('a vLLM process runs on this machine')
+    assert findings['docker_overlay_sandbox'] == ['not_applicable', 'No Docker daemon socket at /var/run/docker.sock.']
+    for check in ('ollama_gemma4_renderer', 'ollama_format_think', 'ollama_schema_order'):
+        assert findings[check] == ['not_applicable', 'No Ollama answers at %s.' % url]
+    assert findings['vllm_lora_patterns'] == ['not_applicable',
+                                              'No PEFT adapter found (setting adapter_paths, --lora-modules).']
+    assert [name for name in HEAVY if PREFIX + name in result['modules']] == []
+
+
+def test_something_listening_where_ollama_would_be_loads_the_client_and_asks_it():
+    """The cheap check only stands in for "nothing accepts a connection": a listener that is not Ollama
+    is asked by the real client, which loads and says what it got."""
+    with socket.socket() as listener:
+        listener.bind(('127.0.0.1', 0))
+        listener.listen(8)
+        url = 'http://127.0.0.1:%d' % listener.getsockname()[1]
+        # The listener accepts (the kernel completes the handshake) and never answers: 1 s per request.
+        result = _audit({'ollama_gemma4_renderer': {'url': url, 'timeout': 1},
+                         'ollama_format_think': {'url': url, 'timeout': 1},
+                         'ollama_schema_order': {'url': url, 'timeout': 1}})
+    assert PREFIX + 'ollama.api' in result['modules']
+    for check in ('ollama_gemma4_renderer', 'ollama_format_think', 'ollama_schema_order'):
+        status, summary = result['findings'][check]
+        assert status != 'not_applicable', summary
+        assert url in summary
