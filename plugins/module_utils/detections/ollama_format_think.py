@@ -141,17 +141,13 @@ def _model_instance(ctx, server, model, settings, budget, setting):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    # Nothing listening is the common case: answered before the Ollama client is loaded (every module
-    # the audit imports is compiled from the payload on every host, every run).
-    nothing = ollama_common.nothing_listens(ctx, _SELF, settings)
-    if nothing is not None:
-        return nothing
+    # Nothing listening is the common case: answered before the Ollama client is loaded (ollama/common.py).
+    server, early = ollama_common.connect(ctx, _SELF, settings)
+    if early:
+        return early
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
-    server, early = ollama_api.connect(ctx, _SELF, settings)
-    if early:
-        return early
     evidence = dict(server.evidence(), probe='format_think' in ctx.probes)
     version = server.version
     fixed_in = None

@@ -128,17 +128,13 @@ def _model_instance(server, short, rules):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    # Nothing listening is the common case: answered before the Ollama client is loaded (every module
-    # the audit imports is compiled from the payload on every host, every run).
-    nothing = ollama_common.nothing_listens(ctx, _SELF, settings)
-    if nothing is not None:
-        return nothing
+    # Nothing listening is the common case: answered before the Ollama client is loaded (ollama/common.py).
+    server, early = ollama_common.connect(ctx, _SELF, settings)
+    if early:
+        return early
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
-    server, early = ollama_api.connect(ctx, _SELF, settings)
-    if early:
-        return early
     evidence = server.evidence()
     if settings.get('fixed_in') and ollama_version.setting_tag(settings['fixed_in']) is None:
         return make_finding(_SELF, 'error', 'Setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or '

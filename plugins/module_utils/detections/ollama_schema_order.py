@@ -158,16 +158,12 @@ def _by_version(server, evidence):
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    # Nothing listening is the common case: answered before the Ollama client is loaded (every module
-    # the audit imports is compiled from the payload on every host, every run).
-    nothing = ollama_common.nothing_listens(ctx, _SELF, settings)
-    if nothing is not None:
-        return nothing
-    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
-    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
-    server, early = ollama_api.connect(ctx, _SELF, settings)
+    # Nothing listening is the common case: answered before the Ollama client is loaded (ollama/common.py).
+    server, early = ollama_common.connect(ctx, _SELF, settings)
     if early:
         return early
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
     evidence = dict(server.evidence(), probe='schema_order' in ctx.probes)
     decided = _by_version(server, evidence)
     if decided:

@@ -25,8 +25,7 @@ __metaclass__ = type
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, worst_instance
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.common import (  # noqa: F401 pylint: disable=unused-import
-    COMMON_SETTINGS, nothing_answers)
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.common import nothing_answers
 
 # /api/tags lists every model in one reply, about 350 bytes each: room for max_models' largest value.
 TAGS_MAX_BYTES = 48 * 1024 * 1024

@@ -38,3 +38,13 @@ def nothing_listens(ctx, detection, settings):
     if ctx.shared(key, lambda: loopback_http.accepts_connections(settings['url'], settings['timeout'])):
         return None
     return nothing_answers(detection, settings)
+
+
+def connect(ctx, detection, settings):
+    """ollama.api.connect's (server, None) or (None, the finding that ends the detection), with the
+    Ollama client loaded only when something accepts a connection at the URL."""
+    nothing = nothing_listens(ctx, detection, settings)
+    if nothing is not None:
+        return None, nothing
+    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+    return ollama_api.connect(ctx, detection, settings)

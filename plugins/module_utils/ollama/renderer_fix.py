@@ -37,6 +37,7 @@ import stat
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
 
@@ -177,7 +178,7 @@ def affected_models(url, timeout):
     from ansible_collections.homelab.postmortem.plugins.module_utils import registry
     from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
     from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
-    limit = ollama_api.COMMON_SETTINGS['timeout']['max']
+    limit = ollama_common.COMMON_SETTINGS['timeout']['max']
     settings = registry.validate_settings({'ollama_gemma4_renderer': {'url': url, 'timeout': min(timeout, limit)}})
     finding = registry.run_one(AuditContext(settings=settings), ollama_gemma4_renderer)
     if finding['status'] in ('error', 'unknown'):
