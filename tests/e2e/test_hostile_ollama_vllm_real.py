@@ -16,10 +16,9 @@ import xml.etree.ElementTree as ET
 from helpers import local_host, run_audit
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'unit'))
 import hostile_servers as hs  # noqa: E402  pylint: disable=wrong-import-position
 from ollama_standin import ScriptedOllama, gemma4, recorded_answers  # noqa: E402  pylint: disable=wrong-import-position
-from test_vllm_lora import config, write_adapter  # noqa: E402  pylint: disable=wrong-import-position
+from unit.helpers.vllm import config, write_adapter  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def refuse_constant(name):
