@@ -43,7 +43,7 @@ def test_remediate_over_ssh_check_mode_then_batches(tmp_path, fleet):
                         timeout=900, playbook='homelab.postmortem.remediate')
     assert checked.proc.returncode == 0, checked.output
     assert config_txt('fleet-01') == before
-    assert 'Remediation: 0 finding(s) fixed, 7 still open, 0 new' in checked.output
+    assert 'Remediation (CHECK MODE: nothing was changed): 0 finding(s) fixed, 7 still open, 0 new' in checked.output
 
     done = run_audit(tmp_path / 'real', fleet, {'postmortem_serial': 4}, args=['-f', '12'], timeout=900,
                      playbook='homelab.postmortem.remediate')
