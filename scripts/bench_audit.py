@@ -125,7 +125,9 @@ def podman_host_bench(work, env):
     try:
         for label in ('no containers', '4 containers'):
             if label == '4 containers':
-                tiny = read_env(os.path.join(BUILD, 'podman.env')).get('POSTMORTEM_TINY_TAR')
+                sys.path.insert(0, os.path.join(REPO, 'tests', 'e2e'))
+                from helpers import read_env_file  # noqa: E402  (the e2e tests' reader of build/*.env)
+                tiny = read_env_file('podman.env').get('POSTMORTEM_TINY_TAR')
                 run('import', '--quiet', '--change', 'CMD ["/bin/sh"]', tiny, 'localhost/postmortem-bench:1')
                 for number, options in enumerate((['--uidmap', '0:200000:65536', '--gidmap', '0:200000:65536'],
                                                   ['--uidmap', '0:300000:65536', '--gidmap', '0:300000:65536'], [], [])):
@@ -167,17 +169,6 @@ def podman_detection_ms(env):
             elif entry.get('podman_facts'):
                 sources.add(entry['podman_facts'])
     return '%s ms (facts: %s)' % (' + '.join('%d' % durations[c] for c in PODMAN_CHECKS), ', '.join(sorted(sources)))
-
-
-def read_env(path):
-    values = {}
-    if os.path.exists(path):
-        with open(path) as handle:
-            for line in handle:
-                if '=' in line:
-                    key, value = line.strip().split('=', 1)
-                    values[key] = value
-    return values
 
 
 FLEET_SIZES = (4, 8, 12)
