@@ -7,7 +7,6 @@ registry enforces, and a remediation in the one documented shape that points at
 a role or module that exists.
 """
 import ast
-import importlib.util
 import os
 import re
 
@@ -17,7 +16,7 @@ import yaml
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry, settings
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, REMEDIATION_KEYS
 
-from ..helpers import REPO_ROOT
+from ..helpers import REPO_ROOT, load_script
 
 DETECTIONS = registry.DETECTIONS
 IDS = [d.ID for d in DETECTIONS]
@@ -38,14 +37,7 @@ def module_doc(name):
     raise AssertionError('%s has no DOCUMENTATION' % name)
 
 
-def _docs_generator():
-    spec = importlib.util.spec_from_file_location('gen_detection_docs', os.path.join(REPO_ROOT, 'scripts', 'gen_detection_docs.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _docs_generator()
+GEN = load_script('gen_detection_docs')
 
 
 def test_every_file_in_detections_is_registered():

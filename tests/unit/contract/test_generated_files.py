@@ -1,7 +1,6 @@
 """What is derived from the detections is generated, never written by hand, and a new detection is its
 file, its registry line, its docs page and its tests: proved by adding a throwaway detection to a copy
 of the repository and running the generators and the contract tests there."""
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -9,18 +8,11 @@ import sys
 
 import pytest
 
-from ..helpers import REPO_ROOT
-
-
-def _load(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO_ROOT, 'scripts', '%s.py' % name))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from ..helpers import REPO_ROOT, load_script
 
 
 def test_generated_files_are_current():
-    generator = _load('gen_detection_files')
+    generator = load_script('gen_detection_files')
     stale = []
     for path, text in sorted(generator.outputs().items()):
         with open(path) as handle:

@@ -1,7 +1,6 @@
 """What a release claims and ships: one version, fragments no linter takes for a playbook, a tarball
 with only what an installed collection uses, and version claims that match the test matrix."""
 import fnmatch
-import importlib.util
 import os
 import re
 import subprocess
@@ -11,17 +10,10 @@ import tarfile
 import pytest
 import yaml
 
-from ..helpers import REPO_ROOT
+from ..helpers import REPO_ROOT, load_script
 
 
-def _script(name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO_ROOT, 'scripts', name + '.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-RELEASE = _script('release_state')
+RELEASE = load_script('release_state')
 
 
 def _read(relative):

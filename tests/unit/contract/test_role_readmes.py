@@ -1,25 +1,17 @@
 """Every role has a README generated from its declarations (scripts/gen_role_readmes.py), and the
 declarations the README is made from are complete: an example that uses the role, disruptive
 switches that are off by default, the same minimum ansible-core as the collection."""
-import importlib.util
 import os
 
 import pytest
 import yaml
 
-from ..helpers import REPO_ROOT
+from ..helpers import REPO_ROOT, load_script
 
 ROLES = sorted(os.listdir(os.path.join(REPO_ROOT, 'roles')))
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location('gen_role_readmes', os.path.join(REPO_ROOT, 'scripts', 'gen_role_readmes.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-GEN = _generator()
+GEN = load_script('gen_role_readmes')
 
 
 def _off(value):
