@@ -16,7 +16,7 @@ import yaml
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry, settings
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, REMEDIATION_KEYS
 
-from ..helpers import REPO_ROOT, load_script
+from ..helpers.paths import REPO_ROOT, load_script
 
 DETECTIONS = registry.DETECTIONS
 IDS = [d.ID for d in DETECTIONS]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ..helpers import REPO_ROOT, load_script
+from ..helpers.paths import REPO_ROOT, load_script
 
 
 def test_generated_files_are_current():

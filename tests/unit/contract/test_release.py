@@ -10,7 +10,7 @@ import tarfile
 import pytest
 import yaml
 
-from ..helpers import REPO_ROOT, load_script
+from ..helpers.paths import REPO_ROOT, load_script
 
 
 RELEASE = load_script('release_state')

@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from ..helpers import REPO_ROOT, load_script
+from ..helpers.paths import REPO_ROOT, load_script
 
 ROLES = sorted(os.listdir(os.path.join(REPO_ROOT, 'roles')))
 

@@ -5,7 +5,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_format_think, ollama_schema_order
 
-from . import TESTS_DIR
+from .paths import TESTS_DIR
 
 sys.path.insert(0, TESTS_DIR)
 from ollama_standin import OllamaStandIn, cloud, gemma4, plain  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import

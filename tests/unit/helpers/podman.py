@@ -6,7 +6,7 @@ import os
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
-from . import FIXTURES_DIR
+from .paths import FIXTURES_DIR
 
 FIXTURES = os.path.join(FIXTURES_DIR, 'podman')
 PROFILE = 'containers-default-0.62.2'

@@ -27,7 +27,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold
 
-from ..helpers import TESTS_DIR
+from ..helpers.paths import TESTS_DIR
 from ..helpers.hostile import snapshot
 from ..helpers.vllm import config, write_adapter
 

@@ -18,7 +18,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import deadline_http, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
 
-from ..helpers import TESTS_DIR
+from ..helpers.paths import TESTS_DIR
 
 sys.path.insert(0, TESTS_DIR)
 import hostile_servers as hs  # noqa: E402  pylint: disable=wrong-import-position

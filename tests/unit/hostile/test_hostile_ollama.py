@@ -28,7 +28,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
 
-from ..helpers import TESTS_DIR
+from ..helpers.paths import TESTS_DIR
 
 sys.path.insert(0, TESTS_DIR)
 import hostile_servers as hs  # noqa: E402  pylint: disable=wrong-import-position

@@ -9,7 +9,7 @@ import yaml
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface as interface
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables as variables
 
-from ...helpers import REPO_ROOT
+from ...helpers.paths import REPO_ROOT
 
 PLAYBOOKS = os.path.join(REPO_ROOT, 'playbooks')
 

@@ -8,7 +8,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module im
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
-from ...helpers import REPO_ROOT
+from ...helpers.paths import REPO_ROOT
 
 ALL = [d.ID for d in registry.DETECTIONS]
 

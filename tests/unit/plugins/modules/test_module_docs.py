@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from ...helpers import REPO_ROOT
+from ...helpers.paths import REPO_ROOT
 
 MODULES = sorted(glob.glob(os.path.join(REPO_ROOT, 'plugins', 'modules', '*.py')))
 

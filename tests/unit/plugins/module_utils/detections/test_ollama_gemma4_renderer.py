@@ -16,7 +16,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.context import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer as det
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 
-from ....helpers import TESTS_DIR
+from ....helpers.paths import TESTS_DIR
 
 sys.path.insert(0, TESTS_DIR)
 from ollama_standin import OllamaStandIn, cloud, gemma4 as model, safetensors_gemma4  # noqa: E402  pylint: disable=wrong-import-position

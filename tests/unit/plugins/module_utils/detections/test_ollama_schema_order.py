@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from ....helpers import TESTS_DIR
+from ....helpers.paths import TESTS_DIR
 from ....helpers.ollama import by_model, models, schema_order, statuses
 
 sys.path.insert(0, TESTS_DIR)

@@ -21,7 +21,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.context import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_lora_patterns
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold, lora_scale, safetensors
 
-from ....helpers import FIXTURES_DIR
+from ....helpers.paths import FIXTURES_DIR
 from ....helpers.vllm import MODULES, config, write_adapter
 
 

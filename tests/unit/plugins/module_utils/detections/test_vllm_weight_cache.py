@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
 
-from ....helpers import FIXTURES_DIR
+from ....helpers.paths import FIXTURES_DIR
 from ....helpers.vllm import Host, engine_of, write_checkpoint
 
 FIXTURES = os.path.join(FIXTURES_DIR, 'vllm')

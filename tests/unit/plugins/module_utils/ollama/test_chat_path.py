@@ -24,7 +24,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
 
-from ....helpers import TESTS_DIR
+from ....helpers.paths import TESTS_DIR
 
 sys.path.insert(0, TESTS_DIR)
 from ollama_standin import OllamaStandIn, cloud, gemma4, plain, safetensors_gemma4  # noqa: E402  pylint: disable=wrong-import-position

@@ -17,7 +17,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer_fix
 
-from ....helpers import TESTS_DIR
+from ....helpers.paths import TESTS_DIR
 
 sys.path.insert(0, TESTS_DIR)
 from ollama_standin import OllamaStandIn, gemma4  # noqa: E402  pylint: disable=wrong-import-position

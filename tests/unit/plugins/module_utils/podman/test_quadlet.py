@@ -18,7 +18,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.podman import o
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 
-from ....helpers import FIXTURES_DIR
+from ....helpers.paths import FIXTURES_DIR
 
 FIXTURES = os.path.join(FIXTURES_DIR, 'podman')
 

@@ -21,7 +21,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.context import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 
-from ....helpers import FIXTURES_DIR
+from ....helpers.paths import FIXTURES_DIR
 
 FIXTURES = os.path.join(FIXTURES_DIR, 'podman')
 PODMAN = '/usr/bin/podman'
