@@ -49,19 +49,20 @@ def _free_port():
         return probe.getsockname()[1]
 
 
-def test_a_host_without_docker_ollama_or_vllm_loads_none_of_their_code():
-    if os.path.lexists('/var/run/docker.sock'):
-        pytest.skip('a Docker socket exists on this machine')
-    # Nothing listens on this port: the Ollama detections are asked about it instead of 11434, which a
-    # test elsewhere may be serving.
+def test_a_host_without_docker_ollama_or_vllm_loads_none_of_their_code(tmp_path):
+    # Nothing listens on this port and no socket is at this path: the detections are asked about them
+    # instead of 11434 and /var/run/docker.sock, which other tests on this machine may be serving.
     url = 'http://127.0.0.1:%d' % _free_port()
+    no_socket = str(tmp_path / 'docker.sock')
     settings = dict((check, {'url': url}) for check in ('ollama_gemma4_renderer', 'ollama_format_think',
                                                         'ollama_schema_order'))
+    settings['docker_overlay_sandbox'] = {'socket': no_socket}
     result = _audit(settings)
     findings = result['findings']
     if findings['vllm_weight_cache'][1] != 'No vLLM process found.':
-        pytest.skip('a vLLM process runs on this machine')
-    assert findings['docker_overlay_sandbox'] == ['not_applicable', 'No Docker daemon socket at /var/run/docker.sock.']
+        # No setting points the vLLM detections away from a real engine: one running here must be judged.
+        pytest.skip('a vLLM engine runs on this machine, so its code must load; this test needs a host without one')
+    assert findings['docker_overlay_sandbox'] == ['not_applicable', 'No Docker daemon socket at %s.' % no_socket]
     for check in ('ollama_gemma4_renderer', 'ollama_format_think', 'ollama_schema_order'):
         assert findings[check] == ['not_applicable', 'No Ollama answers at %s.' % url]
     assert findings['vllm_lora_patterns'] == ['not_applicable',
