@@ -8,8 +8,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import sys
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import single_compile
+
+# Before the imports below, which are most of the code a host compiles (see single_compile).
+single_compile.install(getattr(sys.modules[__name__], '__loader__', None))
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import DEFAULT_MAX_INSTANCES, AuditContext
