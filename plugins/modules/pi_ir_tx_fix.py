@@ -110,7 +110,7 @@ def main():
     if not config_rel:
         module.exit_json(changed=False, replacements=[], files=[], reboot_required=False,
                          msg='no config.txt under %s' % ctx.root)
-    board = module.params['board'] or pi_ir_tx.read_board(ctx)[1]
+    board = module.params['board'] or rpi_config.board_from_model(pi_ir_tx.read_model(ctx))
     try:
         _config, replacements = pi_ir_tx_fix.plan(config_rel, board, ctx.root)
         changes = pi_ir_tx_fix.rewrite(replacements)

@@ -3,7 +3,8 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every module the audit imports is compiled from the AnsiballZ payload on every host, every run
 (docs/performance.md): a host with no Docker socket, nothing listening where Ollama would be and no
-vLLM process loads none of the Docker, Ollama or vLLM client code, and gets the same answers.
+vLLM process loads none of the Docker, Ollama or vLLM client code, and gets the same answers; a
+detection whose first question finds nothing to judge does not load its verdict (verdicts/<id>.py).
 
 The whole audit runs in a fresh interpreter against this machine, as audit_facts runs it."""
 
@@ -24,6 +25,21 @@ COLLECTIONS_PATH = os.path.join(BUILD, 'collections')  # what install-collection
 PREFIX = 'ansible_collections.homelab.postmortem.plugins.module_utils.'
 HEAVY = ['docker.api', 'docker.dockerd', 'ollama.api', 'ollama.chat_path', 'ollama.version', 'ollama.renderer',
          'vllm.adapters', 'vllm.lora_scale', 'vllm.safetensors', 'vllm.checkpoint', 'vllm.weight_cache']
+
+# The not_applicable answers each detection gives from its first question, before its verdict loads.
+FIRST_QUESTION = {
+    'docker_overlay_sandbox': 'No Docker daemon socket at ',
+    'llama_lora_cache': 'No llama-server process or router preset found.',
+    'llama_sleep_race': 'No llama-server process or router preset found.',
+    'llama_spec_logprobs': 'No llama-server process found.',
+    'ollama_format_think': 'No Ollama answers at ',
+    'ollama_gemma4_renderer': 'No Ollama answers at ',
+    'ollama_schema_order': 'No Ollama answers at ',
+    'pi_ir_tx': 'No Raspberry Pi boot config ',
+    'podman_restart_userns': 'No rootful container has a restart policy (0 container(s)).',
+    'vllm_lora_patterns': 'No PEFT adapter found ',
+    'vllm_weight_cache': 'No vLLM process found.',
+}
 
 AUDIT = '''
 import json, sys
@@ -68,6 +84,12 @@ def test_a_host_without_docker_ollama_or_vllm_loads_none_of_their_code(tmp_path)
     assert findings['vllm_lora_patterns'] == ['not_applicable',
                                               'No PEFT adapter found (setting adapter_paths, --lora-modules).']
     assert [name for name in HEAVY if PREFIX + name in result['modules']] == []
+    answered_early = [check for check, start in FIRST_QUESTION.items()
+                      if findings[check][0] == 'not_applicable' and findings[check][1].startswith(start)]
+    # This machine runs none of these (CI starts a llama-server or podman containers only in other tests).
+    assert {'docker_overlay_sandbox', 'ollama_format_think', 'ollama_gemma4_renderer', 'ollama_schema_order',
+            'pi_ir_tx', 'vllm_lora_patterns', 'vllm_weight_cache'} <= set(answered_early)
+    assert [check for check in answered_early if PREFIX + 'verdicts.' + check in result['modules']] == []
 
 
 def test_something_listening_where_ollama_would_be_loads_the_client_and_asks_it():

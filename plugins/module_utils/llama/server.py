@@ -389,10 +389,16 @@ def collect(ctx, preset_path_setting, process_instance, preset_instances=None):
     if preset_instances is not None:
         for path, routers in sorted(preset_paths(ctx, preset_path_setting).items()):
             found.extend(preset_instances(ctx, path, routers))
+    return found, process_table_evidence(running, problems)
+
+
+def process_table_evidence(running, problems):
+    """What every llama_* finding says of the process table: how many llama-server processes, and
+    the /proc entries that could not be read."""
     evidence = {'llama_server_processes': len(running)}
     if problems:
         evidence['proc_problems'] = problems[:20]
-    return found, evidence
+    return evidence
 
 
 def router_value(routers, option):

@@ -60,11 +60,38 @@ def test_declarations(detection):
     assert callable(detection.detect)
 
 
+def _verdict_source(detection_id):
+    path = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'verdicts', '%s.py' % detection_id)
+    return read(path) if os.path.exists(path) else ''
+
+
 @pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
 def test_detection_reads_the_host_only_through_ctx(detection):
-    source = read('plugins', 'module_utils', 'detections', '%s.py' % detection.ID)
+    source = read('plugins', 'module_utils', 'detections', '%s.py' % detection.ID) + _verdict_source(detection.ID)
     for forbidden in ('subprocess', 'geteuid', 'getuid', 'os.system', 'module.run_command'):
         assert forbidden not in source, '%s uses %s; go through ctx' % (detection.ID, forbidden)
+
+
+def test_every_verdict_belongs_to_a_detection_and_loads_only_after_its_first_question():
+    """verdicts/<id>.py is the judging code of detection <id>, imported inside its detect() and nowhere at
+    module level: a module-level import would compile it on every host, every run (docs/architecture.md)."""
+    folder = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'verdicts')
+    verdicts = sorted(f[:-3] for f in os.listdir(folder) if f.endswith('.py') and f != '__init__.py')
+    assert set(verdicts) <= set(IDS), 'verdicts without a detection: %s' % sorted(set(verdicts) - set(IDS))
+    for root, _dirs, files in os.walk(os.path.join(REPO_ROOT, 'plugins')):
+        for name in files:
+            if not name.endswith('.py') or os.path.join('module_utils', 'verdicts') in root:
+                continue
+            tree = ast.parse(read(os.path.join(root, name)))
+            for node in tree.body:
+                if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith('module_utils.verdicts'):
+                    raise AssertionError('%s imports a verdict at module level' % os.path.join(root, name))
+    for detection_id in verdicts:
+        tree = ast.parse(read('plugins', 'module_utils', 'detections', '%s.py' % detection_id))
+        detect = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'detect'][0]
+        imported = [a.name for n in ast.walk(detect) if isinstance(n, ast.ImportFrom)
+                    and (n.module or '').endswith('module_utils.verdicts') for a in n.names]
+        assert imported == [detection_id], '%s: detect() must import verdicts.%s' % (detection_id, detection_id)
 
 
 @pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)

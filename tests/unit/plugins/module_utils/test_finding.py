@@ -54,14 +54,14 @@ def test_the_summary_instance_is_the_most_serious_one():
 
 
 def test_llama_spec_logprobs_names_its_worst_instance(tmp_path):
-    from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
     from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+    from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import llama_spec_logprobs
     instances = [{'name': 'llama-server pid 1', 'status': 'unknown', 'summary': 'cannot tell', 'evidence': {}},
                  {'name': 'llama-server pid 2', 'status': 'at_risk', 'summary': 'speculates: placeholders', 'evidence': {}}]
     original = llama_server.collect
     try:
         llama_server.collect = lambda ctx, _a, _b: (instances, {})
-        finding = llama_spec_logprobs.detect(type('Ctx', (), {'probes': ()})())
+        finding = llama_spec_logprobs.judge(type('Ctx', (), {'probes': ()})())
     finally:
         llama_server.collect = original
     assert finding['status'] == 'at_risk' and finding['summary'].endswith('speculates: placeholders')

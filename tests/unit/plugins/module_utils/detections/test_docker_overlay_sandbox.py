@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import docker_overlay_sandbox as det
+from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import docker_overlay_sandbox as verdict
 
 NET_ID = 'ak7of1jriprxzfppltmyzgkiw'
 
@@ -26,13 +27,13 @@ NET_ID = 'ak7of1jriprxzfppltmyzgkiw'
 def test_sandbox_names_match_any_epoch(tmp_path, names, expected):
     for name in names:
         (tmp_path / name).write_text('')
-    found, problem = det.sandbox_files(str(tmp_path), NET_ID)
+    found, problem = verdict.sandbox_files(str(tmp_path), NET_ID)
     assert problem is None
     assert [os.path.basename(p) for p in found] == expected
 
 
 def test_sandbox_dir_missing_says_why(tmp_path):
-    assert det.sandbox_files(str(tmp_path / 'nope'), NET_ID) == (None, '%s does not exist' % (tmp_path / 'nope'))
+    assert verdict.sandbox_files(str(tmp_path / 'nope'), NET_ID) == (None, '%s does not exist' % (tmp_path / 'nope'))
 
 
 IP_LINK = ('1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000'
@@ -45,7 +46,7 @@ IP_LINK = ('1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN 
 
 def test_link_flags_are_read_per_mac():
     ctx = AuditContext(run_command=lambda cmd: (0, IP_LINK, ''), which=lambda name: '/usr/bin/' + name)
-    links, problem = det.read_links(ctx, 4242)
+    links, problem = verdict.read_links(ctx, 4242)
     assert problem is None
     assert links['02:42:0a:00:01:02'] == ('eth0', ['NO-CARRIER', 'BROADCAST', 'MULTICAST', 'UP', 'M-DOWN'], 'DOWN')
     assert 'LOWER_UP' in links['02:42:ac:12:00:03'][1]
@@ -178,7 +179,7 @@ def test_a_container_that_exits_during_the_scan_is_not_an_error(tmp_path):
 ])
 def test_peer_entry_warnings_are_counted_from_the_journal(answer, count, source):
     ctx = AuditContext(run_command=lambda cmd: answer, which=lambda name: '/usr/bin/' + name)
-    found, where = det._peer_warnings(ctx, 'docker.service')  # pylint: disable=protected-access
+    found, where = verdict._peer_warnings(ctx, 'docker.service')  # pylint: disable=protected-access
     assert found == count and where.startswith(source)
 
 
