@@ -6,7 +6,9 @@
    detection per host. Medians and ratios; absolute seconds depend on the machine.
 2. A podman host: the same audit against setup on this machine's podman, with a store of its own
    (so nobody else's containers count), first without containers, then with four (two with their
-   own ID mapping, two running with a restart policy). BENCH_PODMAN=0 skips it.
+   own ID mapping, two running with a restart policy), with ping beside them as the floor.
+   In 1 and 2 each side's CPU time (user + system of ansible-playbook and all it started) is
+   reported beside the wall time: what the run cost the machine; other tenants' load moves it less.
 3. Over real SSH on the test fleet (tests/e2e/ssh_fleet.py), at 4, 8 and 12 hosts: audit_facts
    against ansible.builtin.setup, alternated, forks = hosts, then at 12 with pipelining on, then
    each module's AnsiballZ file run by itself on one fleet host (CPU and wall time; ping is the
@@ -15,10 +17,12 @@
    instances per finding): building and writing JSON, JUnit and HTML against one compact
    json.dumps of the same data (the floor), and against json.dump of it to a file (which
    Python runs through its pure-Python encoder: the issue's "json.dump" floor).
+BENCH_LOCAL=0, BENCH_PODMAN=0, BENCH_FLEET=0 and BENCH_REPORT=0 skip a section.
 Nothing here is a pass/fail test.
 """
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,17 +45,30 @@ def playbook(tasks):
     return [{'name': 'bench', 'hosts': 'all', 'gather_facts': False, 'tasks': tasks}]
 
 
-def alternated_medians(playbooks, inventory, env, args=()):
-    """{name: median wall time} of ansible-playbook over each of ``playbooks`` ({name: path}), run
-    alternately ROUNDS times, so that drift in machine load hits every side alike."""
+def alternated_costs(playbooks, inventory, env, args=()):
+    """({name: median wall time}, {name: median CPU time}) of ansible-playbook over each of
+    ``playbooks`` ({name: path}), run alternately ROUNDS times, so that drift in machine load hits
+    every side alike. CPU time is user + system of ansible-playbook and everything it started (the
+    controller's workers and, for local hosts, the modules and the commands they ran): what the run
+    cost the machines, which other tenants' load changes less than the wall time."""
     times = dict((name, []) for name in playbooks)
+    cpu = dict((name, []) for name in playbooks)
     for _round in range(ROUNDS):
         for name, path in playbooks.items():
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.monotonic()
             subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', inventory] + list(args) + [path],
                            env=env, check=True, capture_output=True)
             times[name].append(time.monotonic() - started)
-    return dict((name, statistics.median(values)) for name, values in times.items())
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return (dict((name, statistics.median(values)) for name, values in times.items()),
+            dict((name, statistics.median(values)) for name, values in cpu.items()))
+
+
+def alternated_medians(playbooks, inventory, env, args=()):
+    """{name: median wall time}, as alternated_costs measures it."""
+    return alternated_costs(playbooks, inventory, env, args)[0]
 
 
 def main():
@@ -69,21 +86,27 @@ def main():
             json.dump(content, handle)
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=COLLECTIONS,
                ANSIBLE_FORKS=str(HOSTS), ANSIBLE_NOCOLOR='1')
-    medians = alternated_medians(dict((name, os.path.join(work, name + '.json')) for name in plays),
-                                 os.path.join(work, 'inventory.json'), env)
+    if os.environ.get('BENCH_LOCAL', '1') == '1':
+        local_bench(work, plays, env)
+    if os.environ.get('BENCH_PODMAN', '1') == '1':
+        podman_host_bench(work, env)
+    if os.environ.get('BENCH_FLEET', '1') == '1':
+        fleet_bench(work, env)
+    if os.environ.get('BENCH_REPORT', '1') == '1':
+        report_bench()
+
+
+def local_bench(work, plays, env):
+    medians, cpu = alternated_costs(dict((name, os.path.join(work, name + '.json')) for name in plays),
+                                    os.path.join(work, 'inventory.json'), env)
     one, per, setup = medians['one_call'], medians['per_detection'], medians['setup']
     print('homelab.postmortem bench: %d local hosts, %d detections, %d rounds (median wall time of ansible-playbook)'
           % (HOSTS, len(DETECTIONS), ROUNDS))
     print('  audit_facts, one call per host        %6.2f s' % one)
     print('  ansible.builtin.setup                 %6.2f s' % setup)
     print('  one <id>_facts call per detection     %6.2f s' % per)
-    print('  ratio audit / setup                   %6.2fx' % (one / setup))
+    print('  ratio audit / setup                   %6.2fx (CPU: %4.2fx)' % (one / setup, cpu['one_call'] / cpu['setup']))
     print('  ratio per-detection / one-call        %6.2fx' % (per / one))
-    if os.environ.get('BENCH_PODMAN', '1') == '1':
-        podman_host_bench(work, env)
-    if os.environ.get('BENCH_FLEET', '1') == '1':
-        fleet_bench(work, env)
-    report_bench()
 
 
 BUILD = os.path.join(REPO, 'build')
@@ -114,8 +137,10 @@ def podman_host_bench(work, env):
 
     def run(*args):
         return subprocess.run([podman] + list(args), env=penv, check=True, capture_output=True, text=True, cwd='/')
+    # ping does nothing: the floor every module pays (Python, AnsiballZ, ansible's module_utils).
     plays = {'audit': playbook([{'name': 'audit', 'homelab.postmortem.audit_facts': {}}]),
-             'setup': playbook([{'name': 'gather facts', 'ansible.builtin.setup': {}}])}
+             'setup': playbook([{'name': 'gather facts', 'ansible.builtin.setup': {}}]),
+             'ping': playbook([{'name': 'ping', 'ansible.builtin.ping': {}}])}
     for name, content in plays.items():
         with open(os.path.join(work, 'podman-%s.json' % name), 'w') as handle:
             json.dump(content, handle)
@@ -137,11 +162,13 @@ def podman_host_bench(work, env):
                     else:
                         run('run', '--detach', '--name', name, '--network', 'none', '--restart', 'always',
                             'localhost/postmortem-bench:1', 'sleep', '100000')
-            medians = alternated_medians(dict((name, os.path.join(work, 'podman-%s.json' % name)) for name in plays),
-                                         inventory, penv)
+            medians, cpu = alternated_costs(dict((name, os.path.join(work, 'podman-%s.json' % name)) for name in plays),
+                                            inventory, penv)
             spent = podman_detection_ms(penv)
-            print('  %-14s audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx; podman detections %s'
-                  % (label + ':', medians['audit'], medians['setup'], medians['audit'] / medians['setup'], spent))
+            print('  %-14s audit_facts %5.2f s, setup %5.2f s, ping %5.2f s; ratio audit / setup %4.2fx wall, %4.2fx CPU '
+                  '(ping %4.2fx, %4.2fx); podman detections %s'
+                  % (label + ':', medians['audit'], medians['setup'], medians['ping'], medians['audit'] / medians['setup'],
+                     cpu['audit'] / cpu['setup'], medians['ping'] / medians['setup'], cpu['ping'] / cpu['setup'], spent))
     finally:
         subprocess.run([podman, 'rm', '--all', '--force', '--time', '0'], env=penv, capture_output=True, check=False)
         subprocess.run([podman, 'rmi', '--all', '--force'], env=penv, capture_output=True, check=False)
