@@ -90,6 +90,8 @@ def test_a_host_without_docker_ollama_or_vllm_loads_none_of_their_code(tmp_path)
     assert {'docker_overlay_sandbox', 'ollama_format_think', 'ollama_gemma4_renderer', 'ollama_schema_order',
             'pi_ir_tx', 'vllm_lora_patterns', 'vllm_weight_cache'} <= set(answered_early)
     assert [check for check in answered_early if PREFIX + 'verdicts.' + check in result['modules']] == []
+    if {'llama_lora_cache', 'llama_sleep_race', 'llama_spec_logprobs'} <= set(answered_early):
+        assert PREFIX + 'llama.server' not in result['modules']  # the process table is llama/processes.py
 
 
 def test_something_listening_where_ollama_would_be_loads_the_client_and_asks_it():

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 
 ID = 'llama_lora_cache'
@@ -61,10 +61,10 @@ _SELF = sys.modules[__name__]
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    running, problems = llama_server.processes(ctx)
+    running, problems = llama_processes.processes(ctx)
     if not running and not settings.get('preset_paths'):
         # Nothing to read, answered before the verdict is loaded.
-        evidence = dict(llama_server.process_table_evidence(running, problems), probe_requested='lora_cache' in ctx.probes)
+        evidence = dict(llama_processes.process_table_evidence(running, problems), probe_requested='lora_cache' in ctx.probes)
         return make_finding(_SELF, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import llama_lora_cache as verdict
     return verdict.judge(ctx, settings)

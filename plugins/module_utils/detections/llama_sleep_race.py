@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 
 ID = 'llama_sleep_race'
@@ -48,10 +48,10 @@ _SELF = sys.modules[__name__]
 
 def detect(ctx):
     settings = ctx.settings_for(_SELF)
-    running, problems = llama_server.processes(ctx)
+    running, problems = llama_processes.processes(ctx)
     if not running and not settings.get('preset_paths'):
         # Nothing to read, answered before the verdict is loaded.
-        evidence = llama_server.process_table_evidence(running, problems)
+        evidence = llama_processes.process_table_evidence(running, problems)
         if not ctx.live:
             evidence['note'] = 'image audit (root=%s): no processes to read; only listed preset files were checked' % ctx.root
         return make_finding(_SELF, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import sys
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 
 ID = 'llama_spec_logprobs'
@@ -44,10 +44,10 @@ _SELF = sys.modules[__name__]
 
 
 def detect(ctx):
-    running, problems = llama_server.processes(ctx)
+    running, problems = llama_processes.processes(ctx)
     if not running:
         # Nothing to read, answered before the verdict is loaded.
-        evidence = dict(llama_server.process_table_evidence(running, problems), probe_requested='spec_logprobs' in ctx.probes)
+        evidence = dict(llama_processes.process_table_evidence(running, problems), probe_requested='spec_logprobs' in ctx.probes)
         return make_finding(_SELF, 'not_applicable', 'No llama-server process found.', evidence=evidence)
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import llama_spec_logprobs as verdict
     return verdict.judge(ctx)

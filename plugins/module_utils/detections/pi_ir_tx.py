@@ -111,9 +111,11 @@ def _listdir(path):
 
 
 def read_model(ctx):
-    """The board's model string from the device tree, or None (an image has no running board)."""
+    """The board's model string from the device tree ('' when the files are empty), or None (an image
+    has no running board, or neither file can be read)."""
     if not ctx.live:
         return None
+    model = None
     for candidate in (ctx.sys_path('firmware/devicetree/base/model'), os.path.join(ctx.proc_root, 'device-tree/model')):
         try:
             model = hostio.read_optional_text(candidate)
@@ -121,7 +123,7 @@ def read_model(ctx):
             model = None
         if model:
             return model.rstrip('\x00')
-    return None
+    return model
 
 
 def find_config(ctx):

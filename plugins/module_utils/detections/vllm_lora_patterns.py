@@ -55,7 +55,6 @@ SETTINGS = {
 }
 
 _SELF = sys.modules[__name__]
-# What a host without vLLM is judged by: the last release that drops the patterns.
 
 
 def _lora_modules(process):

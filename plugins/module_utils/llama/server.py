@@ -19,6 +19,9 @@ import re
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance
+# The process table is read by llama/processes.py (the detections' first question); server.py's
+# readers of llama-server's settings use the same answers.
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama.processes import process_table_evidence, processes
 
 
 class Option(object):
@@ -52,10 +55,6 @@ CACHE_PROMPT = Option(['--cache-prompt'], env='LLAMA_ARG_CACHE_PROMPT', default=
 CACHE_PROMPT_OFF = '--no-cache-prompt'
 API_KEY = Option(['--api-key'], env='LLAMA_API_KEY')
 API_KEY_FILE = Option(['--api-key-file'])
-
-
-def is_llama_server(name):
-    return name == 'llama-server' or name.startswith('llama-server.')
 
 
 def _given(argv, names):
@@ -315,11 +314,6 @@ def supervisor(ctx, process):
     return result
 
 
-def processes(ctx):
-    """Running llama-server processes (read once per audit run)."""
-    return ctx.processes('llama-server', is_llama_server)
-
-
 def parse_preset(path):
     """A router preset INI: {section: {key: (value, lineno)}}, keys normalised to long names.
 
@@ -390,15 +384,6 @@ def collect(ctx, preset_path_setting, process_instance, preset_instances=None):
         for path, routers in sorted(preset_paths(ctx, preset_path_setting).items()):
             found.extend(preset_instances(ctx, path, routers))
     return found, process_table_evidence(running, problems)
-
-
-def process_table_evidence(running, problems):
-    """What every llama_* finding says of the process table: how many llama-server processes, and
-    the /proc entries that could not be read."""
-    evidence = {'llama_server_processes': len(running)}
-    if problems:
-        evidence['proc_problems'] = problems[:20]
-    return evidence
 
 
 def router_value(routers, option):

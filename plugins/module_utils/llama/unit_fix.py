@@ -20,6 +20,7 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, systemd_unit
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
 DROPIN_NAME = '50-homelab-postmortem.conf'
@@ -91,8 +92,8 @@ def plan(unit, fragment_path, source_path, dropin_paths, fixes, read=hostio.read
     commands = []
     for path, entry in execs:
         prefix, argv = _split(entry.value, path)
-        commands.append((path, entry, prefix, argv, fixes.edit_args(argv, 1) if argv and llama_server.is_llama_server(os.path.basename(argv[0])) else argv))
-    if not any(llama_server.is_llama_server(os.path.basename(c[3][0])) for c in commands if c[3]):
+        commands.append((path, entry, prefix, argv, fixes.edit_args(argv, 1) if argv and llama_processes.is_llama_server(os.path.basename(argv[0])) else argv))
+    if not any(llama_processes.is_llama_server(os.path.basename(c[3][0])) for c in commands if c[3]):
         raise DetectionError('%s does not start llama-server directly (ExecStart: %s); change it by hand'
                              % (unit, '; '.join(e.value for _p, e in execs) or 'none'))
     argv_changed = any(before != after for _p, _e, _pre, before, after in commands)

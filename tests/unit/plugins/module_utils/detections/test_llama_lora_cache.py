@@ -5,6 +5,7 @@ import os
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 
 from ....helpers.llama import by_pid, ctx, proc
@@ -112,7 +113,7 @@ def test_probe_targets_and_api_keys(tmp_path):
     proc(tmp_path, 41, ['llama-server', '--host', '/run/llama.sock'])
     proc(tmp_path, 42, ['llama-server', '--host', '::1', '--api-key', 'k1,k2'])
     proc(tmp_path, 43, ['llama-server', '--port', 'http'], environ={'LLAMA_API_KEY': 'envkey'})
-    processes = dict((p.pid, p) for p in hostio.list_processes(str(tmp_path / 'proc'), llama_server.is_llama_server)[0])
+    processes = dict((p.pid, p) for p in hostio.list_processes(str(tmp_path / 'proc'), llama_processes.is_llama_server)[0])
     assert llama_server.probe_target(processes[40]) == ('http://127.0.0.1:8090', 'secret-one', None)
     assert 'unix socket' in llama_server.probe_target(processes[41])[2]
     assert llama_server.probe_target(processes[42]) == ('http://[::1]:8080', 'k1', None)

@@ -105,6 +105,16 @@ def test_not_applicable_without_boot_config_or_transmitter(tmp_path):
     assert run(host(tmp_path, None, [K618], K618, model=None))['status'] == 'not_applicable'
 
 
+@pytest.mark.parametrize('config', [None, 'dtoverlay=pwm-ir-tx\n'])
+def test_empty_device_tree_models_are_reported_as_read(tmp_path, config):
+    """Both model files exist and are empty (a device tree without a model): the evidence says '',
+    what was read, not None (nothing readable), before and after the first question."""
+    put(str(tmp_path / 'sys' / 'firmware' / 'devicetree' / 'base' / 'model'), '')
+    put(str(tmp_path / 'proc' / 'device-tree' / 'model'), '')
+    result = run(host(tmp_path, config, [K618], K618, model=None))
+    assert result['evidence']['board_model'] == ''
+
+
 def test_not_applicable_when_the_line_is_for_another_board(tmp_path):
     result = run(host(tmp_path, '[pi5]\ndtoverlay=pwm-ir-tx\n[all]\n', [K618], K618))
     assert result['status'] == 'not_applicable'
