@@ -74,6 +74,13 @@ done
 core_version() { "$1/bin/python" -c 'from ansible.release import __version__; print(__version__)'; }
 
 if contains units; then
+  # One hostile-input test takes its verdict from PEFT's own get_pattern_key, compiled from PEFT's
+  # source without importing PEFT (which would load torch): the package alone, no dependencies.
+  peft_pin="$(grep -oP '^peft==\S+' "${REPO_ROOT}/requirements/test-peft.txt")"
+  [ -n "${peft_pin}" ] || die "requirements/test-peft.txt pins no peft"
+  for venv in "${venvs[@]}"; do
+    "${venv}/bin/pip" install --disable-pip-version-check -q --no-deps "${peft_pin}" || die "cannot install ${peft_pin} into ${venv}"
+  done
   # The unit tests mostly wait (on commands, timeouts, sockets): the series run side by side.
   logs="${BUILD}/matrix-units"
   rm -rf "${logs}" && mkdir -p "${logs}"

@@ -252,6 +252,17 @@ def chat_message(url, reply):
     return content, thinking or ''
 
 
+def local_models(server, evidence, runs_there):
+    """The models of /api/tags that run on this server. Cloud models are proxied to their remote host
+    (``remote_host``), so what ``runs_there`` runs there, not here: they are counted in
+    ``evidence['cloud_models']`` and not judged."""
+    cloud = [m for m in server.models if server.remote_host(m)]
+    if cloud:
+        evidence['cloud_models'] = {'count': len(cloud), 'first': cloud[:10],
+                                    'why': 'proxied to their remote host: %s runs there' % runs_there}
+    return [m for m in server.models if not server.remote_host(m)]
+
+
 def judge_models(server, models, judge):
     """The instances ``judge(model)`` gives for ``models`` (None: not relevant), then the /api/tags entries that
     cannot be read. A ProbeFailure is that model's instance; once the detection's time budget is used up, the

@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""ollama_schema_order's verdict: the code that judges a host its first question found something on.
+"""ollama_schema_order's verdict: the code that judges what the detection's first question found.
 
-Imported by detections/ollama_schema_order.py only then (see docs/architecture.md, "A detection's two files").
+detections/ollama_schema_order.py imports it only when that question found something (docs/architecture.md,
+"A detection's two files").
 """
 
 from __future__ import absolute_import, division, print_function
@@ -119,12 +120,8 @@ def judge(ctx, server, settings):
         return decided
     setting = chat_path.go_template_setting(ctx)
     evidence['ollama_go_template'] = setting.evidence()
-    cloud = [m for m in server.models if server.remote_host(m)]
-    if cloud:
-        evidence['cloud_models'] = {'count': len(cloud), 'first': cloud[:10],
-                                    'why': 'proxied to their remote host: the chat path runs there'}
+    local = ollama_api.local_models(server, evidence, runs_there='the chat path')
     budget = [settings['probe_max_models']]
-    local = [m for m in server.models if not server.remote_host(m)]
     instances = ollama_api.judge_models(server, local, lambda model: _model_instance(ctx, server, model, setting, budget))
     if not instances:
         return make_finding(DETECTION, 'not_applicable', 'Ollama %s has no local models.' % server.version_text, evidence=evidence)

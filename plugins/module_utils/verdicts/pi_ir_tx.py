@@ -1,9 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""pi_ir_tx's verdict: the code that judges a host its first question found something on.
+"""pi_ir_tx's verdict: the code that judges what the detection's first question found.
 
-Imported by detections/pi_ir_tx.py only then (see docs/architecture.md, "A detection's two files").
+detections/pi_ir_tx.py imports it only when that question found something (docs/architecture.md,
+"A detection's two files").
 """
 
 from __future__ import absolute_import, division, print_function
