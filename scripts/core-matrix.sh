@@ -78,8 +78,9 @@ if contains units; then
   # source without importing PEFT (which would load torch): the package alone, no dependencies.
   peft_pin="$(grep -oP '^peft==\S+' "${REPO_ROOT}/requirements/test-peft.txt")"
   [ -n "${peft_pin}" ] || die "requirements/test-peft.txt pins no peft"
-  for venv in "${venvs[@]}"; do
-    "${venv}/bin/pip" install --disable-pip-version-check -q --no-deps "${peft_pin}" || die "cannot install ${peft_pin} into ${venv}"
+  for core_venv in "${venvs[@]}"; do
+    "${core_venv}/bin/pip" install --disable-pip-version-check -q --no-deps "${peft_pin}" || \
+      die "cannot install ${peft_pin} into ${core_venv}"
   done
   # The unit tests mostly wait (on commands, timeouts, sockets): the series run side by side.
   logs="${BUILD}/matrix-units"
