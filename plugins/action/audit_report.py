@@ -17,7 +17,7 @@ from ansible.utils.display import Display
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_metrics, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_metrics, report_summary, terminal
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 display = Display()
@@ -153,6 +153,8 @@ class ActionModule(ControllerAction):
                                            args['fail_on_new_only'])
         if write_problems:
             lines += ['Report files NOT written: ' + '; '.join(write_problems)]
+        # Host strings (summaries, reasons, a history's time stamps) reach the terminal only made visible.
+        lines = terminal.visible_lines(lines)
         if args['print_summary']:
             display.display('\n'.join(lines))
         result.update(
@@ -182,5 +184,5 @@ class ActionModule(ControllerAction):
                 '; '.join(hits[:10])))
         if failures:
             result['failed'] = True
-            result['msg'] = '. '.join(failures)
+            result['msg'] = terminal.visible('. '.join(failures))
         return result

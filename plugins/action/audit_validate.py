@@ -47,6 +47,31 @@ def value_problems(name, value, hosts, checks=None):
     return problem
 
 
+UNREADABLE = object()
+
+
+def read_variable(variables, name, host, problems):
+    """A variable's value as Ansible templates it, or UNREADABLE with the problem noted in
+    ``problems`` ({(name, reason): [hosts]}), naming the variable: a value nested deeper than Ansible's
+    templating goes (about 200 levels) fails there with "Recursive loop detected in template",
+    which names nothing."""
+    try:
+        return variables[name]
+    except Exception as exc:  # pylint: disable=broad-except
+        reason = ' '.join(str(exc).split())[:200] or type(exc).__name__
+        if 'recursi' in reason.lower():
+            reason = 'it is nested deeper than Ansible can template (%s)' % reason
+        problems.setdefault((name, reason), [])
+        if host:
+            problems[(name, reason)].append(host)
+        return UNREADABLE
+
+
+def unreadable_problems(problems):
+    return ['%s could not be read%s: %s' % (name, (' for %s' % _hosts_text(hosts)) if hosts else '', reason)
+            for (name, reason), hosts in sorted(problems.items())]
+
+
 def _hosts_text(hosts):
     hosts = sorted(hosts)
     return ', '.join(hosts[:5]) + (' and %d more' % (len(hosts) - 5) if len(hosts) > 5 else '')
@@ -80,7 +105,7 @@ class ActionModule(ControllerAction):
         result, task_vars, args, hosts = self.start(tmp, task_vars)
         hostvars = task_vars.get('hostvars') or {}
 
-        names, per_value = set(), {}
+        names, per_value, unreadable = set(), {}, {}
         for host in hosts:
             try:
                 variables = hostvars[host]
@@ -88,11 +113,14 @@ class ActionModule(ControllerAction):
                 continue
             ours = [k for k in variables if k.startswith(interface.PREFIX)]
             names.update(ours)
-            checks = variables.get('postmortem_checks', audit_variables.DEFAULTS['postmortem_checks'])
-            for name in PER_HOST:
-                if name in ours:
-                    key = (name, repr(variables[name]), repr(checks) if name == 'postmortem_probes' else None)
-                    per_value.setdefault(key, (variables[name], checks, []))[2].append(host)
+            read = dict((name, read_variable(variables, name, host, unreadable)) for name in PER_HOST if name in ours)
+            checks = read.get('postmortem_checks', audit_variables.DEFAULTS['postmortem_checks'])
+            if checks is UNREADABLE:
+                checks = audit_variables.DEFAULTS['postmortem_checks']
+            for name, value in read.items():
+                if value is not UNREADABLE:
+                    key = (name, repr(value), repr(checks) if name == 'postmortem_probes' else None)
+                    per_value.setdefault(key, (value, checks, []))[2].append(host)
         names.update(k for k in task_vars if k.startswith(interface.PREFIX))
 
         found = interface.describe_unknown(interface.unknown_variables(names))
@@ -102,9 +130,11 @@ class ActionModule(ControllerAction):
                 found.append(problem)
         for name in interface.NAMES:
             if name in task_vars and name not in PER_HOST:
-                problem = value_problems(name, task_vars[name], None)
+                value = read_variable(task_vars, name, None, unreadable)
+                problem = value_problems(name, value, None) if value is not UNREADABLE else None
                 if problem:
                     found.append(problem)
+        found.extend(unreadable_problems(unreadable))
         found.extend(tag_problems(args['playbook'], task_vars.get('ansible_run_tags'), task_vars.get('ansible_skip_tags')))
         accept = task_vars.get('postmortem_accept')
         if accept and isinstance(accept, str):

@@ -11,7 +11,7 @@ import datetime
 import yaml
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift, report_summary, role_specs, terminal
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
@@ -37,10 +37,15 @@ class ActionModule(ControllerAction):
         result, task_vars, args, _hosts = self.start(tmp, task_vars)
         result['changed'] = False
         if args['stage'] == 'record':
-            switches = dict((name, bool(self._templar.template(task_vars[name])))
-                            for name in remediation.SWITCH_NAMES if name in task_vars)
-            result['record'] = remediation.record(args['plan'] or {'roles': [], 'checks_by_role': {}, 'left': [], 'manual': []},
-                                                  args['ran'], args['failure'], self._task.check_mode, switches)
+            chosen = args['plan'] or {'roles': [], 'checks_by_role': {}, 'left': [], 'manual': []}
+            specs = dict((role, role_specs.load(role)) for role in chosen['roles'])
+            values = dict((name, self._templar.template(task_vars[name]))
+                          for switches in remediation.role_switches(chosen['roles'], specs).values()
+                          for name in switches if name in task_vars)
+            result['record'] = remediation.record(chosen, args['ran'], args['failure'], self._task.check_mode,
+                                                  remediation.switches_off(chosen['roles'], specs, values))
+            said = remediation.failure_message(result['record'], task_vars.get('inventory_hostname'))
+            result['say'] = terminal.visible(said) if said else None
             return result
         entries = []
         if args['accept']:
@@ -63,10 +68,12 @@ class ActionModule(ControllerAction):
             host=task_vars.get('inventory_hostname'), before=before, wanted=args['remediate'], entries=entries,
             remediate_accepted=args['remediate_accepted'], today=datetime.date.today(),
             run_tags=task_vars.get('ansible_run_tags') or ['all'], skip_tags=task_vars.get('ansible_skip_tags') or [])
-        findings = remediation.findings_of(before)
+        findings, _refused = remediation.findings_of(before)
         user_vars = set(k for k in task_vars if not k.startswith('_postmortem_'))
-        chosen['role_vars'], chosen['conflicts'] = remediation.advice(findings, chosen['roles'], user_vars)
+        specs = dict((role, role_specs.load(role)) for role in chosen['roles'])
+        chosen['role_vars'], chosen['conflicts'], chosen['dropped'] = remediation.advice(chosen, findings, user_vars, specs)
         chosen['stop'] = remediation.stop_reason(records, [h for h in everyone if h not in still])
         chosen['docs_dir'] = report_summary.docs_dir()
+        chosen['say'] = terminal.visible_lines(remediation.plan_messages(chosen, chosen['docs_dir']))
         result.update(chosen)
         return result

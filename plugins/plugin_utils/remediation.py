@@ -12,18 +12,23 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, host_findings, role_specs
 
 OPEN = ('affected', 'at_risk')
 
 
 def findings_of(before):
-    """The findings of the audit before remediation, or {} when that audit gave none."""
+    """(the findings of the audit before remediation, why there are none to act on): ({}, None) when
+    that audit gave none (the host failed or was unreachable: the report says so), ({}, why) when the
+    host's answer is not usable (host_findings.check: an id the registry does not know, a bad status)."""
     if not isinstance(before, dict) or before.get('failed') or before.get('unreachable'):
-        return {}
+        return {}, None
     facts = before.get('ansible_facts') or {}
     findings = facts.get('postmortem') if isinstance(facts, dict) else None
-    return findings if isinstance(findings, dict) else {}
+    if findings is None:
+        return {}, None
+    checked, problem = host_findings.check(findings, registry.BY_ID)
+    return (checked, None) if problem is None else ({}, problem)
 
 
 def _tag_allows(check, run_tags, skip_tags):
@@ -38,8 +43,10 @@ def plan(host, before, wanted, entries, remediate_accepted, today, run_tags=('al
 
     A role needed by several findings runs once; an accepted finding, one not in ``wanted`` or one
     whose id --tags/--skip-tags leave out is left alone, and the plan says why."""
-    findings = findings_of(before)
+    findings, refused = findings_of(before)
     roles, checks_by_role, manual, left = [], {}, [], []
+    if refused:
+        left.append({'check': '(host)', 'why': 'nothing is fixed on this host: %s' % refused})
     for detection in registry.DETECTIONS:
         finding = findings.get(detection.ID)
         if not isinstance(finding, dict) or finding.get('status') not in OPEN:
@@ -65,37 +72,111 @@ def plan(host, before, wanted, entries, remediate_accepted, today, run_tags=('al
     return {'roles': roles, 'checks_by_role': checks_by_role, 'manual': manual, 'left': left}
 
 
-# The switch that allows each role's disruptive step; off unless the user turns it on. A finding's
-# advice never turns one on (REMEDIATION role vars are advice; tests/unit keeps this list true).
-SWITCHES = {
-    'homelab.postmortem.pi_ir_tx': 'pi_ir_tx_reboot',
-    'homelab.postmortem.llama_server': 'llama_server_restart',
-    'homelab.postmortem.docker_overlay_recover': 'docker_overlay_recover_restart',
-    'homelab.postmortem.podman_quadlet': 'podman_quadlet_replace_running',
-}
-SWITCH_NAMES = frozenset(SWITCHES.values())
+# Names the controller never takes from anywhere but the user: Ansible's own (connection, become,
+# interpreter), the collection's run variables, and the private ones the playbooks keep their state in.
+RESERVED_PREFIXES = ('ansible_', 'postmortem_', '_')
+DROPPED_SHOWN = 20
 
 
-def advice(host_findings, roles, user_vars):
-    """The role variables the chosen roles' findings advise, merged in report order: never a switch,
-    never a variable the user set (inventory or extra vars win). Returns (vars, conflicts): when two
-    findings advise different values for one variable, the first finding's value is kept and the
-    conflict is named."""
-    merged, conflicts, source = {}, [], {}
-    for detection in registry.DETECTIONS:
-        finding = host_findings.get(detection.ID)
-        remediation = finding.get('remediation') if isinstance(finding, dict) else None
-        if not isinstance(remediation, dict) or remediation.get('role') not in roles:
+def role_switches(roles, specs):
+    """{role: {switch: option}}: the options of each role's argument spec marked ``Disruptive:``."""
+    return dict((role, dict(role_specs.switches(specs.get(role) or {}))) for role in roles)
+
+
+def switches_off(roles, specs, values):
+    """{role: [its switches the user left off]}; ``values``: {switch: the user's value} for those set."""
+    found = {}
+    for role, switches in role_switches(roles, specs).items():
+        found[role] = [name for name, option in sorted(switches.items())
+                       if not role_specs.switch_is_on(option, values.get(name, option.get('default')))]
+    return found
+
+
+def _shown(value, limit=80):
+    """A host's value in a message: repr (control characters become escapes), cut."""
+    try:
+        text = repr(value)
+    except RecursionError:
+        text = '<nested too deeply>'
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+def _given(chosen, specs, user_vars):
+    """{check: {var: value}}: what the registry's REMEDIATION declares for each chosen check, kept when
+    the role's spec declares the option, it is not a switch, not reserved and not set by the user."""
+    given = {}
+    for role in chosen['roles']:
+        options = (specs.get(role) or {}).get('options') or {}
+        for cid in chosen['checks_by_role'].get(role, []):
+            declared = registry.BY_ID[cid].REMEDIATION.get('vars') or {}
+            given[cid] = dict((key, value) for key, value in declared.items()
+                              if key in options and not role_specs.is_switch(options[key])
+                              and not key.startswith(RESERVED_PREFIXES) and key not in user_vars)
+    return given
+
+
+def _dropped_advice(cid, finding, expected_role, given, user_vars, switches):
+    """Why each piece of a host's advice for ``cid`` is not used, one line each."""
+    remediation = finding.get('remediation') if isinstance(finding, dict) else None
+    if remediation is None:
+        return []
+    if not isinstance(remediation, dict):
+        return ['%s: remediation is a %s, not a mapping' % (cid, type(remediation).__name__)]
+    found = []
+    if remediation.get('role') not in (None, '', expected_role):
+        found.append('%s: role %s (the registry names %s for it)' % (cid, _shown(remediation.get('role')), expected_role))
+    advised = remediation.get('vars')
+    if advised in (None, {}):
+        return found
+    if not isinstance(advised, dict):
+        return found + ['%s: vars is a %s, not a mapping of role variables' % (cid, type(advised).__name__)]
+    for key in sorted(advised, key=_shown):
+        value = advised[key]
+        if isinstance(key, str) and key in given and given[key] == value:
             continue
-        for key, value in sorted((remediation.get('vars') or {}).items()):
-            if key in SWITCH_NAMES or key in user_vars or not isinstance(key, str):
-                continue
+        if not isinstance(key, str):
+            why = 'not a variable name'
+        elif key.startswith(RESERVED_PREFIXES):
+            why = 'a name the controller never takes from a host'
+        elif key in switches:
+            why = 'a disruptive switch: only you turn it on'
+        elif key in user_vars:
+            why = 'you set it'
+        elif key in given:
+            why = 'the registry gives %s' % _shown(given[key])
+        else:
+            why = 'not a variable the registry gives %s for %s' % (expected_role, cid)
+        found.append('%s: %s=%s (%s)' % (cid, _shown(key, 60), _shown(value), why))
+    return found
+
+
+def advice(chosen, host_findings, user_vars, specs):
+    """(vars, conflicts, dropped) for the roles the plan chose.
+
+    The variables come from the controller alone: the registry's REMEDIATION for each chosen check,
+    only options the role's argument spec declares, never a ``Disruptive:`` switch, never a reserved
+    name, never a variable the user set (inventory or extra vars win). What the host's findings
+    advise is data: each piece the controller does not give is named in ``dropped`` (at most
+    DROPPED_SHOWN lines, then how many more). Two checks declaring different values for one
+    variable: the first (report order) is kept and the conflict named."""
+    given = _given(chosen, specs, user_vars)
+    switches = role_switches(chosen['roles'], specs)
+    merged, conflicts, source, dropped = {}, [], {}, []
+    for detection in registry.DETECTIONS:
+        cid = detection.ID
+        if cid not in given:
+            continue
+        role = detection.REMEDIATION.get('role')
+        for key, value in sorted(given[cid].items()):
             if key in merged and merged[key] != value:
-                conflicts.append('%s: %s advises %r, %s advised %r (kept)' % (key, detection.ID, value, source[key], merged[key]))
+                conflicts.append('%s: %s declares %r, %s declared %r (kept)' % (key, cid, value, source[key], merged[key]))
                 continue
             merged.setdefault(key, value)
-            source.setdefault(key, detection.ID)
-    return merged, conflicts
+            source.setdefault(key, cid)
+        dropped.extend(_dropped_advice(cid, host_findings.get(cid), role, given[cid], user_vars, switches.get(role, {})))
+    if len(dropped) > DROPPED_SHOWN:
+        dropped = dropped[:DROPPED_SHOWN] + ['... and %d more' % (len(dropped) - DROPPED_SHOWN)]
+    return merged, conflicts, dropped
 
 
 def stop_reason(records, left_the_play):
@@ -113,10 +194,10 @@ def stop_reason(records, left_the_play):
     return 'not touched: the run stopped after %s in an earlier batch' % ', '.join(stopped)
 
 
-def record(chosen, ran, failure, check_mode, switches):
+def record(chosen, ran, failure, check_mode, switches_off):
     """What the remediation did on this host, role by role. ``ran``: roles that finished; ``failure``:
-    {'task', 'reason', 'lost'} or None; ``switches``: {switch: value} as the user set them.
-    "fixed" is never claimed here: the report decides it from the audit after remediation."""
+    {'task', 'reason', 'lost'} or None; ``switches_off``: {role: [its Disruptive: switches the user left
+    off]}. "fixed" is never claimed here: the report decides it from the audit after remediation."""
     roles = []
     failed_role = None
     for role in chosen['roles']:
@@ -125,9 +206,12 @@ def record(chosen, ran, failure, check_mode, switches):
             entry['result'] = 'ran'
             if check_mode:
                 entry['note'] = 'check mode: nothing was changed'
-            switch = SWITCHES.get(role)
-            if switch and not switches.get(switch):
-                entry['switch'] = '%s is off: a restart or reboot the fix needs is left to you' % switch
+            off = switches_off.get(role) or []
+            if off:
+                entry['switch'] = '%s %s off: the %s left to you' % (
+                    ', '.join(off), 'is' if len(off) == 1 else 'are',
+                    'disruption it allows (a restart or reboot the fix needs) is' if len(off) == 1
+                    else 'disruptions they allow (restarts, reboots, scaling down) are')
         elif failure and failed_role is None:
             failed_role = role
             entry['result'] = 'failed'
@@ -136,8 +220,30 @@ def record(chosen, ran, failure, check_mode, switches):
             entry['why'] = 'an earlier role on this host failed' if failure else 'not reached'
         roles.append(entry)
     found = {'roles': roles, 'left': chosen['left'], 'manual': chosen['manual'], 'check_mode': bool(check_mode)}
+    if chosen.get('dropped'):
+        found['dropped'] = list(chosen['dropped'])
     if failure:
         found.update(state='lost' if failure.get('lost') else 'failed', task=failure.get('task'), reason=failure.get('reason'))
     else:
         found['state'] = 'ran' if roles else 'nothing_to_run'
     return found
+
+
+def plan_messages(chosen, docs_dir):
+    """What the plan leaves alone and why, what has no role, conflicting declarations and the host's
+    advice that was dropped: one line each, for the operator's terminal (made visible by the caller)."""
+    lines = ['%s: not fixed: %s' % (item['check'], item['why']) for item in chosen['left']]
+    lines += ['%s: fix by hand, see %s/%s.md' % (cid, docs_dir, cid) for cid in chosen['manual']]
+    lines += list(chosen.get('conflicts') or [])
+    lines += ['advice from the host not used: %s' % line for line in chosen.get('dropped') or []]
+    return lines
+
+
+def failure_message(found, host):
+    """The line that says what failed on a host (None when nothing did)."""
+    if found.get('state') not in ('failed', 'lost'):
+        return None
+    return ("REMEDIATION %s on %s in '%s': %s. The fix modules back a file up before they change it and write it "
+            "atomically, so a file is either as it was or fixed; backups (name.<UTC time>.bak) stay next to each "
+            "file. Later batches are not touched; every host is audited again." % (
+                'FAILED' if found['state'] == 'failed' else 'LOST THE HOST', host, found.get('task'), found.get('reason')))

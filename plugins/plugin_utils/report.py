@@ -14,8 +14,9 @@ __metaclass__ = type
 
 import datetime
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import host_findings, report_html
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding import COMPACT, plain, plain_fast, strict_encode
 
 # Host states that are not findings. For the fail threshold they count as
@@ -66,18 +67,7 @@ def _problem(name, reason, state='failed'):
     return {'name': name, 'state': state, 'reason': reason, 'findings': {}}
 
 
-def _checked_findings(findings):
-    """The findings a host returned, or a reason why they cannot be used."""
-    if not isinstance(findings, dict):
-        return None, 'the audit returned %s instead of findings' % type(findings).__name__
-    for cid, finding in findings.items():
-        if not isinstance(finding, dict) or finding.get('status') not in STATUS_RANK:
-            return None, 'the finding %s has no valid status (%r)' % (
-                cid, finding.get('status') if isinstance(finding, dict) else finding)
-    return findings, None
-
-
-def _classify(name, result):
+def _classify(name, result, known):
     """(the host record without its findings' text, the findings as the host returned them)."""
     if result is None:
         return _problem(name, 'no audit result: the host left the play before the audit ran'), None
@@ -90,7 +80,7 @@ def _classify(name, result):
     if result.get('skipped'):
         return _problem(name, 'audit task was skipped on this host'), None
     facts = result.get('ansible_facts') or {}
-    findings, problem = _checked_findings(facts.get('postmortem') if isinstance(facts, dict) else facts)
+    findings, problem = host_findings.check(facts.get('postmortem') if isinstance(facts, dict) else facts, known)
     if problem:
         return _problem(name, safe_text(problem)), None
     return {'name': name, 'state': 'audited', 'reason': None, 'findings': findings,
@@ -118,18 +108,19 @@ def _encode_findings(findings):
         return findings, dict((cid, COMPACT.encode(f)) for cid, f in findings.items())
 
 
-def _entry_and_texts(name, result):
+def _entry_and_texts(name, result, known):
     """(the report's host record, {check id: the finding's JSON text})."""
-    entry, findings = _classify(name, result)
+    entry, findings = _classify(name, result, known)
     texts = {}
     if findings is not None:
         entry['findings'], texts = _encode_findings(findings)
     return entry, texts
 
 
-def host_entry(name, result):
-    """Turn one host's registered audit_facts result into the report's host record."""
-    return _entry_and_texts(name, result)[0]
+def host_entry(name, result, known=None):
+    """Turn one host's registered audit_facts result into the report's host record; ``known``: the
+    check ids this run knows (host_findings.check; the registry's by default)."""
+    return _entry_and_texts(name, result, registry.BY_ID if known is None else known)[0]
 
 
 class FleetReport(dict):
@@ -143,7 +134,7 @@ def _remediation_record(value):
     value = plain_fast(value)
     if not isinstance(value, dict):
         return {'state': 'unknown', 'reason': 'the remediation record is %s, not a mapping' % type(value).__name__}
-    record = dict((k, value[k]) for k in ('state', 'task', 'reason', 'roles', 'left', 'manual', 'check_mode') if k in value)
+    record = dict((k, value[k]) for k in ('state', 'task', 'reason', 'roles', 'left', 'manual', 'check_mode', 'dropped') if k in value)
     record['state'] = safe_text(str(record.get('state') or 'unknown'))
     return record
 
@@ -163,23 +154,21 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
     remediation: {host: what the remediation recorded, or None}; scope: the run's host pattern,
     inventory sources, limit and check mode (a report without hosts says why from it)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    encoded = [_entry_and_texts(name, results.get(name)) for name in hosts]
+    known = frozenset(cid for cid, _title in checks)
+    encoded = [_entry_and_texts(name, results.get(name), known) for name in hosts]
     entries, texts = [e for e, _t in encoded], [t for _e, t in encoded]
     if before is not None:
         for entry in entries:
-            earlier, findings = _classify(entry['name'], before.get(entry['name']))
+            earlier, findings = _classify(entry['name'], before.get(entry['name']), known)
             entry['before'] = (dict((safe_text(str(cid)), safe_text(str(f.get('status', 'error'))))
                                     for cid, f in findings.items())
                                if findings is not None else {'(host)': earlier['state']})
     for entry in entries if remediation else ():
         if remediation.get(entry['name']) is not None:
             entry['remediation'] = _remediation_record(remediation[entry['name']])
+    # Only the checks of this run are columns: host_findings.check refused any other id.
     seen = set(cid for e in entries for cid in e['findings'])
-    known = [c for c in checks if c[0] in seen] or list(checks)
-    extra = sorted(seen - set(c[0] for c in known))
-    for cid in extra:
-        title = next((e['findings'][cid].get('title') for e in entries if cid in e['findings']), cid)
-        known.append((cid, safe_text(_text(title)) or cid))
+    known_checks = [c for c in checks if c[0] in seen] or list(checks)
     totals = dict((s, 0) for s in STATUSES + HOST_PROBLEMS)
     for entry in entries:
         if entry['state'] != 'audited':
@@ -192,7 +181,7 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
         'kind': 'remediation' if before is not None or remediation is not None else 'audit',
         'generator': 'homelab.postmortem %s' % collection_version,
         'generated_at': now.strftime('%Y-%m-%dT%H:%M:%SZ'),
-        'checks': [{'id': cid, 'title': title} for cid, title in known],
+        'checks': [{'id': cid, 'title': title} for cid, title in known_checks],
         'statuses': list(STATUSES),
         'hosts': entries,
         'totals': dict((k, v) for k, v in totals.items() if v),

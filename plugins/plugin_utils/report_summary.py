@@ -17,7 +17,8 @@ __metaclass__ = type
 import json
 import os
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK, STATUSES, json_safe
 
 WIDTH = 100
 LINES = 60
@@ -44,27 +45,29 @@ def fit(line, width=WIDTH):
     return line if len(line) <= width else line[:width - 3] + '...'
 
 
-def fix_text(finding):
-    """The remediation named in one phrase: role and vars, module, or the first manual step."""
-    remediation = finding.get('remediation') or {}
-    if not isinstance(remediation, dict):
-        return 'see the docs page'
+def fix_text(cid, finding):
+    """The remediation named in one phrase: role and vars, module, or the first manual step. What is
+    offered comes from the registry's REMEDIATION for the check, never from the host's finding (a
+    host must not be able to suggest a role to run); only the disruption a host reports (an image has
+    none to reboot) is taken, when it is one of the model's."""
+    detection = registry.BY_ID.get(cid)
+    remediation = dict(detection.REMEDIATION) if detection is not None else {}
+    reported = finding.get('remediation') if isinstance(finding, dict) else None
+    if isinstance(reported, dict) and reported.get('disruption') in DISRUPTIONS:
+        remediation['disruption'] = reported['disruption']
     parts = []
     if remediation.get('role'):
         role_vars = remediation.get('vars') or {}
-        try:
-            shown = (' with %s' % json.dumps(role_vars, sort_keys=True)) if role_vars else ''
-        except (TypeError, ValueError, RecursionError):
-            shown = ''
-        parts.append('role %s%s' % (one_line(remediation['role'], 200), shown))
+        shown = (' with %s' % json.dumps(role_vars, sort_keys=True)) if role_vars else ''
+        parts.append('role %s%s' % (remediation['role'], shown))
     if remediation.get('module'):
-        parts.append('module %s' % one_line(remediation['module'], 200))
+        parts.append('module %s' % remediation['module'])
     manual = remediation.get('manual')
-    if not parts and isinstance(manual, (list, tuple)) and manual:
+    if not parts and manual:
         parts.append(one_line(manual[0], 200))
     text = ' or '.join(parts) or 'see the docs page'
     if remediation.get('disruption') and remediation.get('disruption') != 'none':
-        text += ' (disruption: %s)' % one_line(remediation['disruption'], 40)
+        text += ' (disruption: %s)' % remediation['disruption']
     return text
 
 
@@ -176,7 +179,7 @@ def _worst_hosts(report, checks, budget):
         lines.append(fit('  %s: %s [%s]%s' % (entry['name'], cid, status, (' (+%d more on this host)' % others) if others else '')))
         lines.append(fit('      %s' % one_line(finding.get('summary'))))
         if status in OPEN:
-            lines.append(fit('      fix: %s' % fix_text(finding)))
+            lines.append(fit('      fix: %s' % fix_text(cid, finding)))
         else:
             # Nothing was measured to fix: say so rather than offer a restart for a guess.
             lines.append(fit('      no fix offered: the audit could not tell (%s); the reason is above' % status))
@@ -223,6 +226,11 @@ def remediation_lines(report):
         where = " in '%s'" % one_line(record['task'], 200) if record.get('task') else ''
         also = (' (+%d more host(s))' % (len(hit) - 1)) if len(hit) > 1 else ''
         lines.append(fit('  %s%s: %s%s: %s' % (hit[0]['name'], also, label, where, one_line(record.get('reason'), 400))))
+    advised = [e for e in report['hosts'] if (e.get('remediation') or {}).get('dropped')]
+    if advised:
+        first = advised[0]['remediation']['dropped']
+        lines.append(fit('  advice from %d host(s) not used (roles get the registry\'s variables and yours): %s: %s' % (
+            len(advised), advised[0]['name'], one_line(first[0] if isinstance(first, list) and first else first, 300))))
     return lines
 
 

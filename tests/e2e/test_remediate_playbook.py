@@ -52,7 +52,7 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     assert included and all(' for pi-image =>' in line for line in included), included
     assert done.host('pi-image')['remediation']['roles'] == [
         {'role': 'homelab.postmortem.pi_ir_tx', 'checks': ['pi_ir_tx'], 'result': 'ran',
-         'switch': 'pi_ir_tx_reboot is off: a restart or reboot the fix needs is left to you'}]
+         'switch': 'pi_ir_tx_reboot is off: the disruption it allows (a restart or reboot the fix needs) is left to you'}]
     assert done.host('localhost')['remediation']['state'] == 'nothing_to_run'
 
     again = remediate(tmp_path / 'again', inventory)

@@ -207,7 +207,9 @@ def judge(ctx, settings, config_rel, model, transmitters, tx_problems):
 
     if not ctx.live:
         # An image is fixed by editing its files; there is nothing to reboot.
-        fix = make_remediation(role='homelab.postmortem.pi_ir_tx', role_vars={'pi_ir_tx_root': ctx.root},
+        # The role fixes the image the audit read: its pi_ir_tx_root defaults to the user's postmortem_root
+        # (the controller never takes a path from a finding).
+        fix = make_remediation(role='homelab.postmortem.pi_ir_tx',
                                manual=REMEDIATION['manual'][:1], disruption='none')
     else:
         fix = None

