@@ -37,8 +37,8 @@ def script(path, text):
 def forged_python(tmp_path, name, findings):
     """An interpreter that answers audit_facts with ``findings`` and runs every other module for real."""
     answer = tmp_path / ('%s.json' % name)
-    answer.write_text(json.dumps({'changed': False, 'ansible_facts': {'postmortem': findings,
-                                                                       'postmortem_run': {'checks': list(findings)}}}))
+    facts = {'postmortem': findings, 'postmortem_run': {'checks': list(findings)}}
+    answer.write_text(json.dumps({'changed': False, 'ansible_facts': facts}))
     return script(tmp_path / ('%s-python' % name),
                   '#!/bin/sh\ncase "$1" in *AnsiballZ_audit_facts.py) cat %s; exit 0;; esac\nexec %s "$@"\n'
                   % (answer, os.path.join(VENV_BIN, 'python')))
@@ -124,7 +124,7 @@ def test_a_variable_nested_past_ansibles_limit_is_named(tmp_path):
     naming nothing; the input check names the variable and the host, and no host is contacted."""
     deep = {}
     level = deep
-    for _ in range(300):
+    for _level in range(300):
         level['a'] = {}
         level = level['a']
     run = run_audit(tmp_path, {'all': {'hosts': {'localhost': local_host()}}}, {'postmortem_settings': deep})

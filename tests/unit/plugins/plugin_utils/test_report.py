@@ -82,7 +82,8 @@ def test_summary_lines(fleet):
     assert '  pi_ir_tx: affected pi1' in text and '  llama_sleep_race: at_risk gpu' in text
     assert '  not audited: dead (unreachable), broken (failed), gone (failed)' in text
     # The fix offered is the registry's for the check (detections/pi_ir_tx.py REMEDIATION), not the host's text.
-    assert '  pi1: pi_ir_tx [affected]\n      IR broken\n      fix: role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)' in text
+    assert ('  pi1: pi_ir_tx [affected]\n      IR broken\n'
+            '      fix: role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)') in text
     assert '  dead: unreachable (not audited)\n      Failed to connect to the host via ssh' in text
     assert 'Totals: not_applicable 2, at_risk 1, affected 1, unreachable 1, failed 2' in text
     assert lines[-2:] == ['Full report: /r/postmortem.html', '             /r/postmortem.json']
