@@ -117,8 +117,8 @@ def test_the_switches_are_the_roles_disruptive_options():
     assert off == {DOCKER: ['docker_overlay_recover_restart', 'docker_overlay_recover_scale_down_failing']}
 
 
-def test_the_remediate_playbook_names_every_switch():
-    """The playbook's header lists the switches for its reader; it must be the specs' list."""
+def test_the_remediate_playbook_and_the_readme_name_every_switch():
+    """The playbook's header and the README list the switches for their readers; each must be the specs' list."""
     roles = sorted(set(d.REMEDIATION['role'] for d in registry.DETECTIONS if d.REMEDIATION.get('role')))
     specs = dict((role, role_specs.load(role, os.path.join(REPO_ROOT, 'roles'))) for role in roles)
     names = sorted(n for switches in remediation.role_switches(roles, specs).values() for n in switches)
@@ -126,6 +126,10 @@ def test_the_remediate_playbook_names_every_switch():
         header = ' '.join(line.lstrip('# ') for line in handle.read().split('\n- name:')[0].splitlines())
     listed = header.split('"Disruptive:"):', 1)[1].split('.', 1)[0]
     assert sorted(n.strip() for n in listed.split(',')) == names
+    with open(os.path.join(REPO_ROOT, 'README.md'), encoding='utf-8') as handle:
+        readme = ' '.join(handle.read().split())
+    listed = readme.split('mark "Disruptive:" (', 1)[1].split(')', 1)[0]
+    assert sorted(n.strip(' `') for n in listed.split(',')) == names
 
 
 def test_every_registry_variable_is_a_typed_option_of_its_role():
