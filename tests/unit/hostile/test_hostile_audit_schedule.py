@@ -312,6 +312,15 @@ def systemd_analyze_verify(tmp_path, rendered, options):
     assert proc.returncode == 0 and said == [], proc.stdout + proc.stderr
 
 
+def check_written_as_meant(tmp_path, options, plain_wrapper):
+    rendered = render(options)
+    check_service(rendered['service'], options)
+    check_timer(rendered['timer'], options)
+    check_wrapper(rendered['wrapper'], options, plain_wrapper)
+    run_wrapper(tmp_path, rendered['wrapper'], options)
+    systemd_analyze_verify(tmp_path, rendered, options)
+
+
 @pytest.fixture(scope='module')
 def plain_wrapper():
     return render(good('/srv/pm'))['wrapper']
@@ -349,12 +358,7 @@ def test_a_plain_schedule_renders_the_units_and_wrapper_meant(tmp_path, scope, p
     if scope == 'user':
         options['audit_schedule_user'] = ''
     assert role_refuses(options) == []
-    rendered = render(options)
-    check_service(rendered['service'], options)
-    check_timer(rendered['timer'], options)
-    check_wrapper(rendered['wrapper'], options, plain_wrapper)
-    run_wrapper(tmp_path, rendered['wrapper'], options)
-    systemd_analyze_verify(tmp_path, rendered, options)
+    check_written_as_meant(tmp_path, options, plain_wrapper)
 
 
 def test_the_injections_of_the_issue_are_refused_naming_the_variable():
@@ -401,12 +405,7 @@ def test_a_hostile_value_is_refused_or_written_as_meant(tmp_path, case_id, name,
     base = str(tmp_path / 'pm')
     options = good(base)
     options.update(dict((key, _rebase(value, '/srv/pm', base)) for key, value in override.items()))
-    rendered = render(options)
-    check_service(rendered['service'], options)
-    check_timer(rendered['timer'], options)
-    check_wrapper(rendered['wrapper'], options, plain_wrapper)
-    run_wrapper(tmp_path, rendered['wrapper'], options)
-    systemd_analyze_verify(tmp_path, rendered, options)
+    check_written_as_meant(tmp_path, options, plain_wrapper)
 
 
 def test_control_characters_are_refused_in_every_rendered_variable():
