@@ -23,7 +23,7 @@ pytestmark = pytest.mark.needs_root('the role installs system-wide units as root
 
 NAME = 'pm-validate-test'
 PWNED = '\nExecStartPre=/bin/touch /tmp/pwned'
-VALIDATION_TASKS = ("The role's variables are valid", "The host's systemd accepts the calendar expressions",
+VALIDATION_TASKS = ("The account exists", "The role's variables are valid", "The host's systemd accepts the calendar expressions",
                     "The host's systemd accepts the time spans")
 
 

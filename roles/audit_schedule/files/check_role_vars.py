@@ -11,7 +11,7 @@ that could end a line could add a setting or a section. Each kind of value is he
 %, ExecStart= quoted and prefixed with ':'). Every option of meta/argument_specs.yml has a kind
 (tests/unit/hostile/test_hostile_audit_schedule.py holds the two in agreement).
 Run on the controller by tasks/validate.yml:
-    python check_role_vars.py < {"audit_schedule_name": ..., ...}
+    python check_role_vars.py < {"options": {"audit_schedule_name": ..., ...}, "defaults": {"audit_schedule_state_dir": ...}}
 Prints one problem a line, each starting with its variable, and exits 1 when there are any.
 """
 
@@ -261,20 +261,26 @@ CHECKS = {
 }
 
 
-def problems(values):
-    """One line per problem, each starting with the variable's name and ending with its value."""
+def problems(values, defaults=None):
+    """One line per problem, each starting with the variable's name and ending with its value.
+    ``defaults``: {option: the path the role uses when the option is empty} (from the account's home
+    directory in user scope), checked as the option would be."""
     found = []
     for name in sorted(values):
         check = CHECKS.get(KINDS.get(name), lambda value, values: ['is not an option of the role'])
         for problem in check(values[name], values):
             if problem:
                 found.append('%s %s (got %s)' % (name, problem, shown(values[name])))
+    for name, default in sorted((defaults or {}).items()):
+        problem = values.get(name) == '' and path_problem(default)
+        if problem:
+            found.append('%s is empty, and its default %s %s' % (name, shown(default), problem))
     return found
 
 
 def main():
-    values = json.load(sys.stdin)
-    found = problems(values)
+    given = json.load(sys.stdin)
+    found = problems(given['options'], given['defaults'])
     for line in found:
         print(line)
     return 1 if found else 0

@@ -102,7 +102,7 @@ class Unit(object):
 
     def layout(self):
         """[(section, key)] in order: what the file sets, without the values."""
-        return [(section, key) for section, key, _ in self.entries]
+        return [(section, key) for section, key, _value in self.entries]
 
     def values(self, section, key):
         return [value for entry_section, entry_key, value in self.entries if (entry_section, entry_key) == (section, key)]

@@ -133,10 +133,18 @@ def hostile_cases():
 CASES = list(hostile_cases())
 
 
-def role_refuses(options):
-    """The role's own check of its variables, then, as tasks/validate.yml does, the host's systemd-analyze
-    on the calendars and time spans: the problems, one line each."""
-    found = CHECKER.problems(options)
+DEFAULT_DIRS = {'audit_schedule_install_dir': '_audit_schedule_install_dir', 'audit_schedule_state_dir': '_audit_schedule_state_dir',
+                'audit_schedule_report_dir': '_audit_schedule_report_dir', 'audit_schedule_archive_dir': '_audit_schedule_archive_dir'}
+
+
+def role_refuses(options, home=HOME):
+    """The role's own check of its variables and of the directories it derives from the account's home,
+    then, as tasks/validate.yml does, the host's systemd-analyze on the calendars and time spans: the
+    problems, one line each."""
+    templar = role_templar(options, home)
+    defaults = dict((name, templar.template(trust_as_template('{{ %s }}' % derived)))
+                    for name, derived in DEFAULT_DIRS.items())
+    found = CHECKER.problems(options, defaults)
     if found:
         return found
     for name, verb, values in (('audit_schedule_on_calendar', 'calendar', options['audit_schedule_on_calendar']),
@@ -149,9 +157,9 @@ def role_refuses(options):
     return found
 
 
-def render(options):
-    """The role's three templates, rendered as the template action renders them, with the values the role
-    has by then (its defaults, the options, its vars/main.yml, what tasks/validate.yml registered)."""
+def role_templar(options, home=HOME):
+    """A Templar with the values the role has when it writes its files: its defaults, the options, its
+    vars/main.yml, and what tasks/validate.yml registered about the account."""
     loader = DataLoader()
     variables = dict(loader.load_from_file(os.path.join(ROLE, 'defaults', 'main.yml'), trusted_as_template=True))
     variables.update(options)
@@ -161,8 +169,13 @@ def render(options):
     variables.update(
         role_path=ROLE,
         _audit_schedule_whoami={'stdout': 'root' if system else ACCOUNT},
-        _audit_schedule_account_entry={'ansible_facts': {'getent_passwd': {account: ['x', '1001', '1001', '', HOME, '/bin/bash']}}})
-    templar = Templar(loader=loader, variables=variables)
+        _audit_schedule_account_entry={'ansible_facts': {'getent_passwd': {account: ['x', '1001', '1001', '', home, '/bin/bash']}}})
+    return Templar(loader=loader, variables=variables)
+
+
+def render(options):
+    """The role's three templates, rendered as the template action renders them."""
+    templar = role_templar(options)
     rendered = {}
     for kind, source in (('service', 'audit.service.j2'), ('timer', 'audit.timer.j2'), ('wrapper', 'run-audit.sh.j2')):
         with open(os.path.join(ROLE, 'templates', source), encoding='utf-8') as handle:
@@ -374,6 +387,18 @@ def test_the_injections_of_the_issue_are_refused_naming_the_variable():
         assert found and all(line.startswith(name + ' ') for line in found), found
 
 
+@pytest.mark.parametrize('home', ['/home/odd$HOME', '/home/odd"quote', '/home/../etc'])
+def test_a_default_directory_from_an_odd_home_is_checked_as_its_option(home):
+    """User scope: the install and state directories default to the account's home (vars/main.yml)."""
+    options = good('/srv/pm')
+    options.update(audit_schedule_scope='user', audit_schedule_user='', audit_schedule_install_dir='',
+                   audit_schedule_state_dir='', audit_schedule_report_dir='', audit_schedule_archive_dir='')
+    found = role_refuses(options, home)
+    assert found and found[0].startswith('audit_schedule_archive_dir is empty, and its default "%s/.local/state/pm-test/archive"'
+                                         % home.replace('"', '\\"')), found
+    assert sorted(line.split()[0] for line in found) == sorted(DEFAULT_DIRS)
+
+
 def test_without_the_check_the_template_would_write_the_injected_line():
     """The reader sees what the check prevents: the issue's state directory, rendered unchecked, gives an
     ExecStartPre= of its own (so the layout comparison above can fail)."""
@@ -434,7 +459,7 @@ def test_control_characters_are_refused_in_every_rendered_variable():
 def test_the_reader_splits_lines_as_systemd_does(tmp_path, sample, keys):
     """The reader against systemd's own reading: systemd-analyze verify names every unknown key it reads
     at the start of a line, so the keys it names are the ones the reader must find."""
-    assert [key for _, key in Unit(b'[Unit]\n' + sample, SERVICE_SECTIONS).layout()] == keys
+    assert [key for _section, key in Unit(b'[Unit]\n' + sample, SERVICE_SECTIONS).layout()] == keys
     path = tmp_path / 'reader-test.service'
     path.write_bytes(b'[Unit]\n' + sample + b'[Service]\nType=oneshot\nExecStart=/bin/true\n')
     proc = subprocess.run(['systemd-analyze', 'verify', '--man=no', '--generators=no', str(path)],
