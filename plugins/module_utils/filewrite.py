@@ -1,12 +1,28 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""How remediation modules write: all files or none, backed up first, each replaced atomically.
+"""How remediation modules write: all files or none, backed up first, each replaced so that a power
+cut at any moment leaves it old or new. Every fix module writes through here.
+
+The order (docs/crash-safety.md gives the reasons, with the kernel's source, and the power-cut test
+that checks every crash state of it):
+
+1. the new text in a staging file, fsynced; its directory fsynced;
+2. the backup copied, fsynced, its directory fsynced: durable before the original is touched;
+3. the old file held open (on FAT the kernel frees a replaced file's clusters at its last close:
+   fs/fat/inode.c fat_evict_inode), renamed over (never unlinked first: vfat_rename reuses the
+   existing name's directory entry, fs/fat/namei_vfat.c), the staging directory fsynced, then the
+   file itself (on FAT that writes the entry that points at the new clusters), then let go.
+
+On FAT (a Raspberry Pi's /boot/firmware) the staging file lives in a subdirectory: the one crash
+state FAT's rename cannot avoid (the new entry written, the staging entry not yet removed, both
+pointing at the same clusters) is then repaired by fsck.fat in favour of the file, and a staging
+file with the file's own text is never deleted here (that would free the file's clusters).
 
 Every fix module names its backups with :func:`backup_path`, on every filesystem they write to:
-a Raspberry Pi's ``/boot/firmware`` is FAT, which refuses ``:`` in names (the names
-``AnsibleModule.backup_local`` makes) and has no owners or permission bits to copy, so a
-``chmod``/``chown`` there is refused (kernel vfat: EPERM) or not implemented at all (fusefat: ENOSYS).
+FAT refuses ``:`` in names (the names ``AnsibleModule.backup_local`` makes) and has no owners or
+permission bits to copy, so a ``chmod``/``chown`` there is refused (kernel vfat: EPERM) or not
+implemented at all (fusefat: ENOSYS).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,8 +31,10 @@ __metaclass__ = type
 
 import errno
 import os
+import platform
+import shutil
 import time
-from stat import S_ISREG
+from stat import S_ISDIR, S_ISLNK, S_ISREG
 
 BACKUP_SUFFIX = '.bak'
 # What a filesystem without owners or permission bits answers to chown/chmod/utime.
@@ -26,6 +44,21 @@ _UNSUPPORTED = frozenset(e for e in (getattr(errno, 'ENOSYS', None), getattr(err
 # be kept there is not an error. Anywhere else, a chown/chmod that fails is one.
 OWNERLESS_FILESYSTEMS = frozenset(('vfat', 'msdos', 'fat', 'exfat', 'ntfs', 'ntfs3', 'fuseblk', 'fuse.fusefat',
                                    'fuse.exfat', 'fuse.ntfs-3g'))
+# FAT: staging files go in STAGING_DIR beside the file (see the module's docstring).
+FAT_FILESYSTEMS = frozenset(('vfat', 'msdos', 'fat', 'fuse.fusefat'))
+STAGING_DIR = '.postmortem-staging'
+# What a filesystem that cannot sync a directory answers to fsync on one.
+_NO_DIRECTORY_SYNC = frozenset(e for e in (errno.EINVAL, getattr(errno, 'ENOTSUP', None),
+                                           getattr(errno, 'EOPNOTSUPP', None)) if e is not None)
+
+# The power-cut test (tests/unit/powercut) sets TRACE to a list: every file-system step of a write is
+# appended to it, in order, as (operation, path[, path or data]). None (the default) records nothing.
+TRACE = None
+
+
+def _note(*step):
+    if TRACE is not None:
+        TRACE.append(step)
 
 
 def backup_path(path, now=None):
@@ -66,6 +99,10 @@ def _keeps_owners(path):
     return filesystem_type(os.path.dirname(path) or '.') not in OWNERLESS_FILESYSTEMS
 
 
+def _is_fat(directory):
+    return filesystem_type(directory or '.') in FAT_FILESYSTEMS
+
+
 def _apply_metadata(module, target, source_stat, reference=None):
     """Give ``target`` the owner and mode (and SELinux context of ``reference``) ``source_stat``
     describes, where the filesystem keeps them. Only what differs is changed, so a filesystem that
@@ -86,35 +123,185 @@ def _apply_metadata(module, target, source_stat, reference=None):
         module.set_context_if_different(target, module.selinux_context(reference), False)
 
 
-def _tmp_path(path):
-    return os.path.join(os.path.dirname(path), '.%s.postmortem.tmp' % os.path.basename(path))
+# --- the steps every write is made of ---------------------------------------------------------------
+
+
+def fsync_directory(directory):
+    """Make the names created, renamed and removed in ``directory`` durable. A filesystem that cannot
+    sync a directory (EINVAL) offers nothing more to do."""
+    fd = os.open(directory or '.', os.O_RDONLY | getattr(os, 'O_DIRECTORY', 0))
+    try:
+        os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in _NO_DIRECTORY_SYNC:
+            raise
+    finally:
+        os.close(fd)
+    _note('fsync_dir', directory or '.')
+
+
+def fsync_file(path):
+    """fsync ``path`` by name (a file written by another process, or the file after a rename: on FAT
+    this writes the directory entry that points at its clusters, fs/fat/inode.c __fat_write_inode)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0) | getattr(os, 'O_NOFOLLOW', 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    _note('fsync', path)
+
+
+def make_directories(directory, mode=0o755):
+    """Create ``directory`` and the missing ones above it, each made durable in its parent."""
+    missing = []
+    while directory and not os.path.isdir(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    for path in reversed(missing):
+        os.mkdir(path, mode)
+        _note('mkdir', path)
+        fsync_directory(os.path.dirname(path))
+
+
+def _unlink(path):
+    os.unlink(path)
+    _note('unlink', path)
+
+
+def _rename(source, dest):
+    os.rename(source, dest)
+    _note('rename', source, dest)
+
+
+def _write_descriptor(fd, path, data):
+    """``data`` into the new file open on ``fd``, fsynced; closes ``fd``."""
+    with os.fdopen(fd, 'wb') as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    _note('write', path, data)
+    _note('fsync', path)
+
+
+def write_new(path, data, mode=0o600):
+    """``data`` (bytes or text) in a file created new at ``path`` (never over or through something
+    already there), fsynced, its name made durable. A partial file is removed."""
+    if not isinstance(data, bytes):
+        data = data.encode('utf-8')
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
+    fd = os.open(path, flags, mode)
+    _note('create', path)
+    try:
+        _write_descriptor(fd, path, data)
+        fsync_directory(os.path.dirname(path))
+    except BaseException:
+        _remove([path])
+        raise
+    return path
+
+
+def staging_path(path):
+    """Where the new text of ``path`` is written first: beside it, or on FAT in STAGING_DIR beside it."""
+    directory, name = os.path.split(path)
+    if _is_fat(directory):
+        directory = os.path.join(directory, STAGING_DIR)
+    return os.path.join(directory, '.%s.postmortem.tmp' % name)
+
+
+def _note_written(path):
+    """For the trace: a file another program (or the caller) wrote, as the create and write it was."""
+    if TRACE is not None:
+        _note('create', path)
+        _note('write', path, _read_or_none(path))
+
+
+def _read_or_none(path):
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def _clear_leftover(tmp, path):
+    """Remove a staging file a run cut short left behind, unless it may share its clusters with ``path``.
+
+    On FAT a power cut between the rename and the fsync after it can leave the staging name pointing
+    at the clusters ``path`` now uses (the entry is rewritten, the staging entry not yet removed).
+    Deleting it would free the file's clusters; fsck.fat keeps the file and truncates the staging file
+    (dosfstools check.c: a directory's files are checked before its subdirectories', and the second
+    owner of a shared cluster is truncated)."""
+    if not os.path.lexists(tmp):
+        return
+    if _is_fat(os.path.dirname(path)):
+        old = _read_or_none(tmp)
+        if old is not None and old == _read_or_none(path):
+            raise IOError(errno.EEXIST, '%s is left from a run a power cut interrupted and may share its clusters with %s; '
+                                        'run fsck.fat (fsck.vfat -a) on that partition first, then run again' % (tmp, path))
+    _unlink(tmp)
 
 
 def _stage(module, path, before, after, staged):
-    """The new text in a temporary file beside ``path`` (recorded in ``staged`` before it exists,
-    so a failure half way still removes it), with the owner, mode and SELinux context the file has
-    now; a new file (a drop-in) gets 0644 in a directory created 0755."""
-    directory = os.path.dirname(path)
-    if not os.path.isdir(directory):
-        os.makedirs(directory, 0o755)
-    tmp = _tmp_path(path)
+    """The new text in a staging file (recorded in ``staged`` before it exists, so a failure half way
+    still removes it), fsynced, with the owner, mode and SELinux context the file has now; a new file
+    (a drop-in) gets 0644 in a directory created 0755."""
+    make_directories(os.path.dirname(path))
+    tmp = staging_path(path)
+    make_directories(os.path.dirname(tmp))
+    _clear_leftover(tmp, path)
     staged.append(tmp)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, 'O_NOFOLLOW', 0), 0o644)
-    with os.fdopen(fd, 'wb') as handle:
-        handle.write(after.encode('utf-8'))
-        handle.flush()
-        os.fsync(handle.fileno())
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o644)
+    _note('create', tmp)
+    _write_descriptor(fd, tmp, after.encode('utf-8'))
     if before is not None and os.path.exists(path):
         _apply_metadata(module, tmp, os.stat(path), reference=path)
     return tmp
 
 
+def _replace(tmp, path):
+    """``tmp`` (written and fsynced) in ``path``'s place, durably. The old file is held open until the
+    new one is durable: on FAT its clusters are freed at its last close, and a crash must never find
+    ``path`` pointing at freed clusters. A rename over the old file, never an unlink first: the name
+    is never missing."""
+    hold = None
+    if os.path.exists(path):
+        try:
+            hold = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
+            _note('hold', path)
+        except OSError:
+            hold = None
+    try:
+        _rename(tmp, path)
+        fsync_directory(os.path.dirname(tmp))
+        if os.path.dirname(tmp) != os.path.dirname(path):
+            fsync_directory(os.path.dirname(path))
+        fsync_file(path)
+    finally:
+        if hold is not None:
+            os.close(hold)
+            _note('release', path)
+
+
+def _remove_staging_dirs(paths):
+    """The FAT staging directories of ``paths``, removed when empty (and the removal made durable)."""
+    for directory in sorted(set(os.path.dirname(p) for p in paths)):
+        if os.path.basename(directory) != STAGING_DIR:
+            continue
+        try:
+            os.rmdir(directory)
+        except OSError:
+            continue
+        _note('rmdir', directory)
+        fsync_directory(os.path.dirname(directory))
+
+
 def copy_file(source, dest):
-    """Copy ``source`` to a new file ``dest`` (never over an existing one): contents, then mode,
-    owner and times where the filesystem keeps them. A partial copy is removed on failure.
+    """Copy ``source`` to a new file ``dest`` (never over an existing one): contents, fsynced, then
+    mode, owner and times where the filesystem keeps them. A partial copy is removed on failure.
     shutil.copy2 is not used: its copystat fails on fusefat, after the data was written.
     ``source`` must be a regular file: a FIFO or a device in a config file's place would block the
-    copy or never end, so anything else is an OSError (EINVAL) that names the file."""
+    copy or never end, so anything else is an OSError (EINVAL) that names the file.
+    The new name is durable only once its directory is fsynced (backup_file does that)."""
     # O_NONBLOCK: opening a FIFO without a writer returns at once instead of waiting for one.
     src_fd = os.open(source, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
     try:
@@ -125,6 +312,8 @@ def copy_file(source, dest):
     except BaseException:
         os.close(src_fd)
         raise
+    _note('create', dest)
+    copied = [] if TRACE is not None else None
     try:
         with os.fdopen(fd, 'wb') as out:
             with os.fdopen(src_fd, 'rb') as src:
@@ -133,8 +322,12 @@ def copy_file(source, dest):
                     if not chunk:
                         break
                     out.write(chunk)
+                    if copied is not None:
+                        copied.append(chunk)
             out.flush()
             os.fsync(out.fileno())
+        _note('write', dest, b''.join(copied or []))
+        _note('fsync', dest)
         _apply_metadata(_NoSelinux, dest, stat)
         try:
             os.utime(dest, (stat.st_atime, stat.st_mtime))
@@ -142,10 +335,7 @@ def copy_file(source, dest):
             if exc.errno not in _UNSUPPORTED:
                 raise
     except BaseException:
-        try:
-            os.unlink(dest)
-        except OSError:
-            pass
+        _remove([dest])
         raise
     return dest
 
@@ -157,19 +347,40 @@ class _NoSelinux(object):
 
 
 def backup_file(path):
-    """A copy of ``path`` beside it, named by :func:`backup_path`; returns its path."""
-    return copy_file(path, backup_path(path))
+    """A copy of ``path`` beside it, named by :func:`backup_path`, durable (data and name) when this
+    returns; returns its path."""
+    backup = copy_file(path, backup_path(path))
+    try:
+        fsync_directory(os.path.dirname(backup))
+    except BaseException:
+        _remove([backup])
+        raise
+    return backup
+
+
+def install_file(tmp, dest, backup=True):
+    """Move ``tmp`` (a complete file another program wrote beside ``dest``) into ``dest``'s place the
+    way write_all replaces a file: ``tmp`` fsynced, ``dest`` backed up durably first, renamed over,
+    made durable. Returns the backup path or None; an OSError leaves ``dest`` as it was unless the
+    rename itself went through (then ``dest`` is the new file)."""
+    _note_written(tmp)
+    fsync_file(tmp)
+    fsync_directory(os.path.dirname(tmp))
+    saved = backup_file(dest) if backup and os.path.exists(dest) else None
+    _replace(tmp, dest)
+    return saved
 
 
 def _put_back(module, path, before):
     """The text read before back in place (staged and renamed like the change), or a new file removed."""
     if before is None:
         if os.path.lexists(path):
-            os.unlink(path)
+            _unlink(path)
+            fsync_directory(os.path.dirname(path))
         return
     staged = []
     try:
-        os.rename(_stage(module, path, before, before, staged), path)
+        _replace(_stage(module, path, before, before, staged), path)
     finally:
         _remove(staged)
 
@@ -178,7 +389,7 @@ def _remove(paths):
     for tmp in paths:
         if os.path.lexists(tmp):
             try:
-                os.unlink(tmp)
+                _unlink(tmp)
             except OSError:
                 pass
 
@@ -186,11 +397,12 @@ def _remove(paths):
 def write_all(module, writes, backup):
     """writes: [(path, before or None, after_text)]. Returns the backup paths.
 
-    All or nothing: every new text is written to a temporary file beside its file first and every
-    existing file is backed up; only then are the files replaced (a rename each). When a step fails
-    (a read-only filesystem, a full disk, a permission), the files already replaced are put back from
-    the text read before, the temporary files and any partial backup are removed, and the module
-    fails saying what it did and where the backups are.
+    All or nothing: every new text is staged and fsynced and every existing file is backed up
+    durably first; only then are the files replaced, one at a time, each made durable before the
+    next (see the module's docstring for the order and why). When a step fails (a read-only
+    filesystem, a full disk, a permission), the files already replaced are put back from the text
+    read before, the staging files and any partial backup are removed, and the module fails saying
+    what it did and where the backups are.
     """
     staged, backups, replaced = [], [], []
     step = 'prepare'
@@ -198,18 +410,25 @@ def write_all(module, writes, backup):
         for path, before, after in writes:
             step = 'write the new text of %s beside it' % path
             _stage(module, path, before, after, staged)
+        for directory in sorted(set(os.path.dirname(tmp) for tmp in staged)):
+            step = 'make the staged files in %s durable' % directory
+            fsync_directory(directory)
         for path, before, _after in writes:
             if before is not None and backup and os.path.exists(path):
                 step = 'back up %s' % path
                 backups.append(backup_file(path))
         for (path, before, _after), tmp in zip(writes, staged):
             step = 'replace %s' % path
-            os.rename(tmp, path)
             replaced.append((path, before))
+            _replace(tmp, path)
+        _remove_staging_dirs(staged)
         return backups
     except (IOError, OSError) as exc:
         reason = '%s: %s' % (step, exc.strerror or exc)
+    if replaced and os.path.lexists(staged[len(replaced) - 1]):
+        replaced.pop()  # its rename never happened
     _remove(staged)
+    _remove_staging_dirs(staged)
     restored, not_restored = [], []
     for path, before in reversed(replaced):
         try:
@@ -231,3 +450,132 @@ def write_all(module, writes, backup):
         outcome += '; backups: %s' % ', '.join(backups)
     module.fail_json(msg='could not %s (%s)' % (reason, outcome), backups=backups, restored=restored,
                      not_restored=not_restored)
+
+
+# --- directories (the vLLM fold replaces an adapter directory) ------------------------------------------
+
+# renameat2(2) flags and syscall numbers, for a Python without os.renameat2 and a libc without the wrapper.
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+_RENAMEAT2_SYSCALL = {'x86_64': 316, 'aarch64': 276, 'armv7l': 382, 'armv6l': 382, 'i686': 353, 'i386': 353}
+
+
+def exchange(first, second):
+    """Swap the two names atomically (renameat2 with RENAME_EXCHANGE, Linux 3.15+: ext4, xfs, btrfs,
+    tmpfs, overlayfs; vfat from 6.0). An OSError (EINVAL, ENOSYS) where the kernel or filesystem cannot."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    args = (_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
+    call = getattr(libc, 'renameat2', None)
+    if call is not None:
+        call.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+        result = call(*args)
+    elif platform.machine() in _RENAMEAT2_SYSCALL:
+        libc.syscall.restype = ctypes.c_long
+        result = libc.syscall(ctypes.c_long(_RENAMEAT2_SYSCALL[platform.machine()]), ctypes.c_int(args[0]),
+                              ctypes.c_char_p(args[1]), ctypes.c_int(args[2]), ctypes.c_char_p(args[3]),
+                              ctypes.c_uint(args[4]))
+    else:
+        raise OSError(errno.ENOSYS, 'renameat2 is not available on %s' % platform.machine())
+    if result != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, os.strerror(number), first)
+    _note('exchange', first, second)
+
+
+def sync_tree(top):
+    """fsync every file and directory under ``top`` (deepest first), then ``top``'s parent."""
+    if TRACE is not None:
+        for directory, _dirs, files in os.walk(top):
+            _note('mkdir', directory)
+            for name in sorted(files):
+                _note_written(os.path.join(directory, name))
+    for directory, _dirs, files in os.walk(top, topdown=False):
+        for name in files:
+            path = os.path.join(directory, name)
+            if not os.path.islink(path):
+                fsync_file(path)
+        fsync_directory(directory)
+    fsync_directory(os.path.dirname(os.path.abspath(top)))
+
+
+def link_tree(source, dest):
+    """A new directory ``dest`` holding ``source``'s files as hard links (copies where the filesystem
+    has no links), durable when this returns. The files are never written in place afterwards (a fix
+    replaces the directory), so the links keep the old contents."""
+    os.mkdir(dest, os.stat(source).st_mode & 0o7777)
+    _note('mkdir', dest)
+    try:
+        for name in sorted(os.listdir(source)):
+            src, dst = os.path.join(source, name), os.path.join(dest, name)
+            info = os.lstat(src)
+            if S_ISDIR(info.st_mode):
+                link_tree(src, dst)
+            elif S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(src), dst)
+                _note('symlink', dst)
+            else:
+                # Never opened: a named pipe or a device is linked, not read.
+                try:
+                    os.link(src, dst)
+                    _note('link', src, dst)
+                except OSError as exc:
+                    if not S_ISREG(info.st_mode) or (exc.errno not in (errno.EXDEV, errno.EMLINK)
+                                                     and exc.errno not in _UNSUPPORTED):
+                        raise
+                    copy_file(src, dst)
+        fsync_directory(dest)
+        fsync_directory(os.path.dirname(os.path.abspath(dest)))
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+
+
+class ReplaceFailed(Exception):
+    """replace_directory stopped; the message says what is left where."""
+
+
+def replace_directory(work, dest):
+    """``work`` (a complete new directory beside ``dest``) in ``dest``'s place; returns the backup of the
+    old ``dest`` (backup_path, hard links) or None when there was none.
+
+    ``dest`` is never missing: the backup is made durable first, then the two directories swap names
+    in one step (exchange), then the old one is removed from its temporary name. Renaming ``dest``
+    aside and then ``work`` in would leave no ``dest`` between the two. ReplaceFailed says what is
+    left: ``work`` is removed unless the swap happened."""
+    parent = os.path.dirname(os.path.abspath(dest))
+    try:
+        sync_tree(work)
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise ReplaceFailed('could not make the new %s durable: %s; it was removed, %s is unchanged'
+                            % (work, exc.strerror or exc, dest))
+    if not os.path.lexists(dest):
+        try:
+            _rename(work, dest)
+            fsync_directory(parent)
+        except OSError as exc:
+            shutil.rmtree(work, ignore_errors=True)
+            raise ReplaceFailed('could not move the new directory to %s: %s; it was removed, nothing was changed'
+                                % (dest, exc.strerror or exc))
+        return None
+    backup = backup_path(dest)
+    try:
+        link_tree(dest, backup)
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise ReplaceFailed('could not back up %s to %s: %s; the new copy was removed, %s is unchanged'
+                            % (dest, backup, exc.strerror or exc, dest))
+    try:
+        exchange(work, dest)
+        fsync_directory(parent)
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(backup, ignore_errors=True)
+        raise ReplaceFailed('could not swap the new directory into %s (renameat2 RENAME_EXCHANGE): %s; the new '
+                            'copy was removed, %s is unchanged' % (dest, exc.strerror or exc, dest))
+    # ``work`` now holds the old directory's names; its files live on in the backup.
+    shutil.rmtree(work, ignore_errors=True)
+    _note('rmtree', work)
+    fsync_directory(parent)
+    return backup

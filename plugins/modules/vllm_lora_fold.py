@@ -28,8 +28,10 @@ description:
   - Keeps C(r), C(lora_alpha), C(use_rslora), every other config field, each tensor's dtype (C(F32),
     C(F16), C(BF16) can be scaled; a module of another dtype that needs a factor fails the task) and the
     safetensors metadata (with a C(homelab.postmortem.folded_from) entry naming the source and its
-    fingerprint). Tensors are streamed one at a time; the directory is written beside I(dest) and moved
-    into place; an existing I(dest) is kept as a timestamped backup.
+    fingerprint). Tensors are streamed one at a time; the directory is written beside I(dest), fsynced, and
+    swapped into place in one step (C(renameat2) with C(RENAME_EXCHANGE)), so I(dest) is never missing; an
+    existing I(dest) is first kept as a timestamped backup (hard links), durable before I(dest) is touched.
+    A filesystem that cannot swap directories fails the task and changes nothing.
   - An I(dest) folded from the same source (same config and weights header) is left alone, so a second run
     changes nothing. Check mode reports the factors and writes nothing.
   - Refuses a I(dest) that is I(src), lies inside it or holds it (also through links and bind mounts), an
@@ -38,8 +40,8 @@ description:
     PEFT's own C(re.match) would not); the message names the key. Files are opened without blocking, so a named
     pipe where a file should be is refused, not waited on.
   - When writing fails (a read-only or full filesystem), the partial copy is removed and the message says that
-    I(dest) is unchanged; when moving it into place fails, the old I(dest) is put back, or the message says where
-    it is.
+    I(dest) is unchanged; when the swap into place fails, the new copy and the backup are removed and I(dest) is
+    unchanged.
   - The plan is checked under PEFT's three pattern rules and vLLM before and after 0.32.0 first; when module
     names overlap so that a pattern key would match another module, the task fails and nothing is written.
 options:
@@ -117,7 +119,7 @@ peft_rule:
   returned: always
   type: dict
 backup:
-  description: Where an existing I(dest) was moved before the new one took its place.
+  description: Where the existing I(dest) was kept (its files hard-linked) before the new one took its place.
   returned: when I(dest) existed and was replaced
   type: str
 '''

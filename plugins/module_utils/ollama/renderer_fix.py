@@ -211,24 +211,6 @@ def prepare_backup_dir(directory):
                         % (directory, 'a regular file' if stat.S_ISREG(info.st_mode) else hostio.file_kind(info.st_mode)))
 
 
-def _write_new(path, data):
-    """``data`` in a file created new at ``path`` (never over or through something already there), 0600:
-    a Modelfile may hold a system prompt. A partial file is removed."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
-    fd = os.open(path, flags, 0o600)
-    try:
-        with os.fdopen(fd, 'wb') as handle:
-            handle.write(data.encode('utf-8'))
-            handle.flush()
-            os.fsync(handle.fileno())
-    except BaseException:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        raise
-
-
 def _backup_stem(directory, name):
     """<directory>/<model name, safe for any filesystem>.<UTC stamp>, with -2, -3 ... when taken (filewrite.backup_path).
     The name part is cut to 100 characters: a file name may have 255 at most, and the stamp and suffix follow."""
@@ -253,7 +235,9 @@ def write_backups(plans, directory):
         try:
             for suffix, text in (('.Modelfile', model.show.get('modelfile') or ''),
                                  ('.show.json', json.dumps(model.show, indent=1, sort_keys=True) + '\n')):
-                _write_new(stem + suffix, text)
+                # 0600, fsynced, its name durable before any model is re-created: a Modelfile may hold a
+                # system prompt.
+                filewrite.write_new(stem + suffix, text, 0o600)
                 written.append(stem + suffix)
         except (IOError, OSError, ValueError) as exc:
             for path in written:

@@ -164,10 +164,11 @@ class SafeExport(object):
         if problems:
             raise ExportFailed('the archive failed verification, %s was not written: %s' % (self.dest, '; '.join(problems)))
         os.chmod(self.temp_file, self.mode)
-        if os.path.exists(self.dest) and self.backup:
-            result['backup_file'] = filewrite.backup_file(self.dest)
-        os.rename(self.temp_file, self.dest)
+        # fsynced, the backup durable first, renamed over dest and made durable (the one write path).
+        backup_file = filewrite.install_file(self.temp_file, self.dest, self.backup)
         self.temp_file = None
+        if backup_file:
+            result['backup_file'] = backup_file
         result.update(changed=True, size=os.path.getsize(self.dest), sha256=sha256(self.dest))
 
     def _cleanup(self):

@@ -193,8 +193,8 @@ def _new_file(path):
 def write(plan_, dest):
     """Write the folded adapter next to ``dest`` and move it into place; returns the backup path or None.
 
-    FoldProblem says what failed and what is left: nothing (the working directory is removed), or the
-    old ``dest`` put back, or (when even that failed) where the old ``dest`` is."""
+    FoldProblem says what failed and what is left: nothing (the working directory is removed and
+    ``dest`` is unchanged), or, once the new directory is in place, where the old one's backup is."""
     parent = os.path.dirname(os.path.abspath(dest)) or '.'
     try:
         work = tempfile.mkdtemp(prefix='.%s.fold-' % os.path.basename(dest), dir=parent)
@@ -211,34 +211,12 @@ def write(plan_, dest):
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    backup = None
-    if os.path.lexists(dest):
-        # The same backup names as every fix module (filewrite.backup_path).
-        backup = filewrite.backup_path(dest)
-        try:
-            os.rename(dest, backup)
-        except OSError as exc:
-            shutil.rmtree(work, ignore_errors=True)
-            raise FoldProblem('could not move %s aside to %s: %s; the folded copy was removed, %s is unchanged'
-                              % (dest, backup, exc.strerror or exc, dest))
+    # The backup (hard links, backup_path names) is durable before dest is touched, and dest is never
+    # missing: the directories swap names in one step (filewrite.replace_directory).
     try:
-        os.rename(work, dest)
-    except OSError as exc:
-        reason = exc.strerror or exc
-        if backup is None:
-            shutil.rmtree(work, ignore_errors=True)
-            raise FoldProblem('could not move the folded adapter to %s: %s; it was removed, nothing was changed'
-                              % (dest, reason))
-        try:
-            os.rename(backup, dest)
-        except OSError as again:
-            raise FoldProblem('could not move the folded adapter to %s: %s, nor the old %s back from %s: %s; the old '
-                              'adapter is at %s, the folded one at %s' % (dest, reason, dest, backup,
-                                                                          again.strerror or again, backup, work))
-        shutil.rmtree(work, ignore_errors=True)
-        raise FoldProblem('could not move the folded adapter to %s: %s; the old %s was put back, nothing was changed'
-                          % (dest, reason, dest))
-    return backup
+        return filewrite.replace_directory(work, dest)
+    except filewrite.ReplaceFailed as exc:
+        raise FoldProblem(str(exc))
 
 
 def _fill(plan_, work):

@@ -13,6 +13,7 @@ real full tmpfs (mounted here as root; skipped with the reason otherwise), and t
   changes nothing, and a model that fails is named with the models already re-created;
 - every case ends within its bound.
 """
+import errno
 import json
 import os
 import subprocess
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold
 
 from ..helpers.paths import TESTS_DIR
@@ -249,24 +250,33 @@ def test_a_full_filesystem_leaves_the_destination_as_it_was(tmp_path):
     assert after == before
 
 
-def test_a_destination_that_cannot_be_moved_into_place_is_put_back(tmp_path, monkeypatch):
+def test_a_destination_that_cannot_be_swapped_into_place_is_left_as_it_was(tmp_path, monkeypatch):
+    """A filesystem without renameat2's RENAME_EXCHANGE (EINVAL, as the kernel answers there): nothing changes,
+    the new copy and the backup made for the swap are removed."""
     src = source(tmp_path)
     dest = str(tmp_path / 'dest')
     os.mkdir(dest)
     (tmp_path / 'dest' / 'keep.txt').write_text('old adapter')
     planned = fold.plan(adapters.load(src))
-    real_rename = os.rename
 
-    def refuse_the_new_one(old, new):
-        if '.fold-' in old:
-            raise OSError(13, 'Permission denied')
-        return real_rename(old, new)
-    monkeypatch.setattr(os, 'rename', refuse_the_new_one)
+    def refused(_first, _second):
+        raise OSError(errno.EINVAL, 'Invalid argument')
+    monkeypatch.setattr(filewrite, 'exchange', refused)
     with pytest.raises(fold.FoldProblem) as failed:
         fold.write(planned, dest)
-    assert str(failed.value) == ('could not move the folded adapter to %s: Permission denied; the old %s was put back, '
-                                 'nothing was changed' % (dest, dest))
+    assert str(failed.value) == ('could not swap the new directory into %s (renameat2 RENAME_EXCHANGE): Invalid argument; '
+                                 'the new copy was removed, %s is unchanged' % (dest, dest))
     assert sorted(os.listdir(str(tmp_path))) == ['dest', 'src'] and os.listdir(dest) == ['keep.txt']
+
+
+def test_a_replaced_destination_is_never_missing_and_its_backup_keeps_the_old_files(tmp_path):
+    src = source(tmp_path)
+    dest = str(tmp_path / 'dest')
+    os.mkdir(dest)
+    (tmp_path / 'dest' / 'keep.txt').write_text('old adapter')
+    backup = fold.write(fold.plan(adapters.load(src)), dest)
+    assert open(os.path.join(backup, 'keep.txt')).read() == 'old adapter'
+    assert 'keep.txt' not in os.listdir(dest) and sorted(os.listdir(str(tmp_path))) == sorted(['dest', 'src', os.path.basename(backup)])
 
 
 # --- ollama_gemma4_renderer_fix -------------------------------------------------------------------
