@@ -371,6 +371,31 @@ def install_file(tmp, dest, backup=True):
     return saved
 
 
+def remove_files(paths):
+    """Remove ``paths`` (those that exist), each removal made durable; returns the ones removed. Each file
+    is held open until its name's removal is durable: on FAT its clusters are freed at the last close,
+    and a crash must not find the name pointing at freed clusters."""
+    removed, holds = [], []
+    try:
+        for path in paths:
+            if not os.path.lexists(path):
+                continue
+            try:
+                holds.append((os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0)), path))
+                _note('hold', path)
+            except OSError:
+                pass
+            _unlink(path)
+            removed.append(path)
+        for directory in sorted(set(os.path.dirname(p) for p in removed)):
+            fsync_directory(directory)
+    finally:
+        for fd, path in holds:
+            os.close(fd)
+            _note('release', path)
+    return removed
+
+
 def _put_back(module, path, before):
     """The text read before back in place (staged and renamed like the change), or a new file removed."""
     if before is None:

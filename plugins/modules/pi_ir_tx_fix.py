@@ -25,6 +25,13 @@ description:
     include loop fails the task and changes no file.
   - Nothing takes effect until the next boot; see the C(homelab.postmortem.pi_ir_tx) role for
     reboot handling.
+  - "With O(trial) on a Raspberry Pi 4 or 5 whose bootloader reports tryboot support, the change is
+    written as C(tryboot.txt) instead (included files it changes as C(<name>.tryboot.txt), with the
+    include lines on the way pointing at them), for one boot with C(reboot '0 tryboot'):
+    C(config.txt) is not touched. O(step=verify) then says whether this boot is that trial boot
+    (C(/chosen/bootloader/tryboot) is 1) and runs gpio-ir-tx, O(step=promote) writes the same change
+    to C(config.txt) and removes the trial files, O(step=discard) only removes them."
+  - Every file is written through the collection's crash-safe path (docs/crash-safety.md).
 options:
   root:
     description: Alternate filesystem root, for a mounted SD-card image.
@@ -37,6 +44,37 @@ options:
         container), every line that applies to some board is replaced.
     type: str
     choices: [cm3, cm4, cm4s, cm5, pi0, pi02, pi0w, pi1, pi2, pi3, pi3+, pi4, pi400, pi5, pi500]
+  step:
+    description:
+      - C(write) plans and writes the change (to C(config.txt), or to the trial files, see O(trial)).
+      - C(verify) changes nothing and returns C(trial_boot), C(transmitters) and C(problems) (empty when this
+        boot is the trial boot and a gpio-ir-tx transmitter and no pwm-ir-tx one is registered).
+      - C(promote) fails unless C(verify) finds no problem and the trial files are what the change gives now;
+        then writes the change to C(config.txt) and its includes and removes the trial files.
+      - C(discard) removes the trial files this module wrote (never another program's C(tryboot.txt)).
+    type: str
+    choices: [write, verify, promote, discard]
+    default: write
+  trial:
+    description:
+      - For O(step=write) on a live host (O(root) C(/)). C(never) writes C(config.txt).
+      - C(auto) writes the trial files where the trial boot is supported (Raspberry Pi 4 or 5 by the device
+        tree's model, C(/chosen/bootloader/tryboot) present and, where the bootloader reports
+        C(capabilities), its TRYBOOT bit; no C(tryboot_a_b=1) in C(autoboot.txt)) and C(config.txt) elsewhere,
+        saying why in C(trial_reason).
+      - C(always) fails, changing nothing, where it is not supported.
+      - A C(tryboot.txt) this module did not write (another updater's pending trial) fails the task.
+    type: str
+    choices: [never, auto, always]
+    default: never
+  device_tree:
+    description: The running device tree (the board's model, /chosen/bootloader); a test fixture elsewhere.
+    type: path
+    default: /proc/device-tree
+  sysfs:
+    description: Where sysfs is mounted, for the transmitters O(step=verify) reads; a test fixture elsewhere.
+    type: path
+    default: /sys
 extends_documentation_fragment:
   - homelab.postmortem.remediation
   - homelab.postmortem.host
@@ -52,6 +90,16 @@ EXAMPLES = r'''
 - name: Fix a mounted SD-card image before flashing it
   homelab.postmortem.pi_ir_tx_fix:
     root: /mnt/sdcard
+
+- name: Write the change as tryboot.txt where the Pi can boot it once (config.txt elsewhere)
+  homelab.postmortem.pi_ir_tx_fix:
+    trial: auto
+  register: ir_fix
+
+- name: After "reboot '0 tryboot'", make it permanent (fails, changing nothing, unless the trial boot runs gpio-ir-tx)
+  homelab.postmortem.pi_ir_tx_fix:
+    step: promote
+  when: ir_fix.trial
 '''
 
 RETURN = r'''
@@ -83,17 +131,73 @@ reboot_required:
   description: Whether the change needs a reboot to take effect (true whenever a file changed).
   returned: always
   type: bool
+trial:
+  description: Whether the change was written as trial files (C(tryboot.txt)) instead of C(config.txt).
+  returned: always
+  type: bool
+trial_reason:
+  description: Why the trial boot is or is not used on this host.
+  returned: always
+  type: str
+  sample: "board pi3: the trial boot is used on Raspberry Pi 4 and 5 (EEPROM bootloader) only"
+trial_files:
+  description: The trial files written (or, in check mode, that would be written) or removed.
+  returned: always
+  type: list
+  elements: str
+trial_boot:
+  description: Whether this boot is a trial boot (C(/chosen/bootloader/tryboot) is 1).
+  returned: always
+  type: bool
+transmitters:
+  description: With O(step=verify) or O(step=promote), the IR transmitters the running kernel registered.
+  returned: when step is verify or promote
+  type: list
+  elements: dict
+problems:
+  description: With O(step=verify) or O(step=promote), why the trial boot cannot be promoted (empty when it can).
+  returned: when step is verify or promote
+  type: list
+  elements: str
 '''
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_tx_fix as pi_ir_tx_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import tryboot
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
+
+
+def _trial_problems(ctx, device_tree, trial_paths, expected):
+    """Why this boot cannot be promoted; the transmitters it registered."""
+    problems = []
+    if not tryboot.is_trial_boot(device_tree):
+        problems.append('this boot is not a trial boot (%s/chosen/bootloader/tryboot is not 1): the firmware read '
+                        'config.txt, not tryboot.txt' % device_tree)
+    transmitters, tx_problems = pi_ir_tx.registered_transmitters(ctx)
+    problems.extend(tx_problems or [])
+    drivers = [t.get('driver') for t in transmitters]
+    if 'pwm-ir-tx' in drivers:
+        problems.append('a pwm-ir-tx transmitter is registered on the trial boot')
+    if 'gpio-ir-tx' not in drivers:
+        problems.append('no gpio-ir-tx transmitter is registered on the trial boot')
+    for path in trial_paths:
+        try:
+            current = hostio.read_text(path)
+        except ReadProblem as problem:
+            problems.append('%s %s' % (path, problem.reason))
+            continue
+        if expected is not None and current != expected.get(path):
+            problems.append('%s is not the trial of the change config.txt needs now (config.txt changed since the '
+                            'trial?)' % path)
+    return problems, transmitters
 
 
 def main():
@@ -102,37 +206,120 @@ def main():
             root=dict(type='path', default='/'),
             board=dict(type='str', choices=sorted(rpi_config.BOARD_FILTERS)),
             backup=dict(type='bool', default=True),
+            step=dict(type='str', default='write', choices=['write', 'verify', 'promote', 'discard']),
+            trial=dict(type='str', default='never', choices=['never', 'auto', 'always']),
+            device_tree=dict(type='path', default='/proc/device-tree'),
+            sysfs=dict(type='path', default='/sys'),
         ),
         supports_check_mode=True,
     )
-    ctx = AuditContext(root=module.params['root'])
+    params = module.params
+    step = params['step']
+    live = params['root'] == '/'
+    if step != 'write' and not live:
+        module.fail_json(msg='step=%s is for the running Pi (root /); an image is never booted here' % step)
+    ctx = AuditContext(root=params['root'], sys_root=params['sysfs'])
     config_rel = pi_ir_tx.find_config(ctx)
     if not config_rel:
-        module.exit_json(changed=False, replacements=[], files=[], reboot_required=False,
+        module.exit_json(changed=False, replacements=[], files=[], reboot_required=False, trial=False,
+                         trial_reason='no config.txt', trial_files=[], trial_boot=False,
                          msg='no config.txt under %s' % ctx.root)
-    board = module.params['board'] or rpi_config.board_from_model(pi_ir_tx.read_model(ctx))
+    model = pi_ir_tx.read_model(ctx) if live else None
+    tree_model = os.path.join(params['device_tree'], 'model')
+    if live and os.path.exists(tree_model):
+        model = (hostio.read_optional_text(tree_model) or '').rstrip('\x00')
+    board = params['board'] or rpi_config.board_from_model(model)
     try:
         _config, replacements = pi_ir_tx_fix.plan(config_rel, board, ctx.root)
         changes = pi_ir_tx_fix.rewrite(replacements)
     except (DetectionError, ReadProblem) as exc:
         module.fail_json(msg=str(exc))
+    top = ctx.path(config_rel)
+    boot_dir = os.path.dirname(top)
+    supported, reason = tryboot.support(params['device_tree'], boot_dir, board) if live else (
+        False, 'an image is never booted here')
+    trial_boot = live and tryboot.is_trial_boot(params['device_tree'])
+    result = dict(changed=False, replacements=[r.as_dict() for r in replacements], files=[], reboot_required=False,
+                  trial=False, trial_reason=reason, trial_files=[], trial_boot=trial_boot)
+    try:
+        expected = tryboot.trial_files(top, changes) if changes else {}
+    except tryboot.Refused:
+        expected = {}
+    except ReadProblem as exc:
+        module.fail_json(msg='cannot build the trial configuration: %s' % exc, **result)
+    ours = [p for p in sorted(set(list(expected) + [os.path.join(boot_dir, tryboot.TRYBOOT_FILE)]))
+            if tryboot.ours(p)]
+
+    if step in ('verify', 'promote'):
+        problems, transmitters = _trial_problems(ctx, params['device_tree'], sorted(expected), expected)
+        if not expected:
+            problems.append('config.txt needs no change: there is nothing to promote')
+        result.update(problems=problems, transmitters=transmitters, trial_files=sorted(expected))
+        if step == 'verify':
+            module.exit_json(**result)
+        if problems:
+            module.fail_json(msg='not promoted, nothing was changed: %s' % '; '.join(problems), **result)
+        _write_changes(module, result, changes)
+        if not module.check_mode:
+            filewrite.remove_files(ours)
+        result.update(changed=True, reboot_required=False)
+        module.exit_json(**result)
+
+    if step == 'discard':
+        result.update(trial_files=ours, changed=bool(ours))
+        if ours and not module.check_mode:
+            filewrite.remove_files(ours)
+        module.exit_json(**result)
 
     for replacement in replacements:
         if replacement.dropped:
             module.warn('%s: dropped %s: gpio-ir-tx has no such parameter'
                         % (replacement.overlay.line.location(), ', '.join(replacement.dropped)))
-    result = dict(
+    if params['trial'] != 'never' and not live:
+        reason = 'an image is never booted here: %s is written directly' % config_rel
+    use_trial = bool(changes) and live and params['trial'] != 'never' and supported
+    if changes and params['trial'] == 'always' and not use_trial:
+        module.fail_json(msg='no trial boot on this host (trial: always), nothing was changed: %s' % reason, **result)
+    if not use_trial:
+        if params['trial'] == 'auto' and changes and not supported:
+            reason += '; config.txt is written directly'
+        result['trial_reason'] = reason
+        _write_changes(module, result, changes)
+        result['reboot_required'] = bool(changes)
+        module.exit_json(**result)
+    for path in expected:
+        if tryboot.ours(path) is False:
+            module.fail_json(msg='%s exists and was not written by this fix (another updater\'s pending trial?); '
+                                 'nothing was changed' % path, **result)
+    writes = []
+    for path, text in sorted(expected.items()):
+        try:
+            before = hostio.read_text(path) if os.path.exists(path) else None
+        except ReadProblem as exc:
+            module.fail_json(msg=str(exc), **result)
+        if before != text:
+            writes.append((path, before, text))
+    result.update(trial=True, trial_files=sorted(expected), files=[w[0] for w in writes], changed=bool(writes),
+                  reboot_required=True,
+                  diff=[dict(before_header=path, after_header=path, before=before or '', after=after)
+                        for path, before, after in writes])
+    if writes and not module.check_mode:
+        # Trial files are this fix's own: nothing of the user's to back up.
+        filewrite.write_all(module, writes, False)
+    module.exit_json(**result)
+
+
+def _write_changes(module, result, changes):
+    """The change itself, to config.txt and its includes (backed up); the diff in check mode."""
+    result.update(
         changed=bool(changes),
-        replacements=[r.as_dict() for r in replacements],
         files=sorted(changes),
-        reboot_required=bool(changes),
         diff=[dict(before_header=path, after_header=path, before=before, after=after)
               for path, (before, after) in sorted(changes.items())],
     )
     if changes and not module.check_mode:
         result['backups'] = filewrite.write_all(
             module, [(path, before, after) for path, (before, after) in sorted(changes.items())], module.params['backup'])
-    module.exit_json(**result)
 
 
 if __name__ == '__main__':

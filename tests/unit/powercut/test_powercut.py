@@ -8,20 +8,18 @@ from a real power cut: this kernel has no vfat, and fusefat's write order is not
 Each test says how many states it checked; test_the_old_write_orders_fail shows that the checker
 finds the crash states of the write orders this replaced.
 """
-import contextlib
-import io
-import json
 import os
 
 import pytest
-from ansible.module_utils import basic
-from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold
 
 from ..helpers import powercut
+from ..helpers.modules import run_module
+from ..plugins.module_utils.rpi.test_tryboot import device_tree
 from ..helpers.vllm import config, write_adapter
 
 PWM = b'[all]\ndtoverlay=pwm-ir-tx,gpiopin=17,func=2\ninclude extra.txt\n'
@@ -64,17 +62,6 @@ class Module(object):
         raise AssertionError(kwargs['msg'])
 
 
-def run_pi_fix(root):
-    """pi_ir_tx_fix.main() in this process (so filewrite.TRACE records it), as Ansible would run it."""
-    basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': {'root': str(root)}}))
-    basic._ANSIBLE_PROFILE = 'legacy'
-    from ansible_collections.homelab.postmortem.plugins.modules import pi_ir_tx_fix
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
-        pi_ir_tx_fix.main()
-    return json.loads(out.getvalue())
-
-
 @pytest.mark.parametrize('model', ['vfat', 'ext4'])
 def test_pi_ir_tx_fix_config_txt_and_its_include(tmp_path, recorder, monkeypatch, model):
     """config.txt and an included file, both changed, on the boot partition: vfat on a Pi, ext4 for an
@@ -86,7 +73,7 @@ def test_pi_ir_tx_fix_config_txt_and_its_include(tmp_path, recorder, monkeypatch
     if model == 'vfat':
         monkeypatch.setattr(filewrite, 'filesystem_type', lambda path: 'vfat' if str(boot) in os.path.abspath(path) else 'ext4')
     before = snapshot(boot)
-    result = run_pi_fix(tmp_path)
+    result = run_module('pi_ir_tx_fix', {'root': str(tmp_path)})
     assert result['changed'] and len(result['backups']) == 2, result
     targets = [powercut.Target(str(boot / name), old, (boot / name).read_bytes())
                for name, old in (('config.txt', PWM), ('extra.txt', PWM_EXTRA))]
@@ -100,6 +87,44 @@ def test_pi_ir_tx_fix_config_txt_and_its_include(tmp_path, recorder, monkeypatch
         # The one state FAT's rename cannot avoid: the entry rewritten, the staging entry not yet removed.
         assert counts['repaired_by_fsck'] > 0
     assert sorted(os.listdir(str(boot))) == sorted(['config.txt', 'extra.txt'] + [os.path.basename(b) for b in result['backups']])
+
+
+@pytest.mark.parametrize('model', ['vfat', 'ext4'])
+def test_pi_ir_tx_trial_boot_write_and_promote(tmp_path, recorder, monkeypatch, model):
+    """The trial boot's writes: tryboot.txt and a trial copy of the include created, then (on the trial
+    boot) config.txt and the include replaced and the trial files removed. config.txt is old or new in
+    every state of both steps; the trial files are absent or complete."""
+    boot = tmp_path / 'boot'
+    boot.mkdir()
+    (boot / 'config.txt').write_bytes(PWM)
+    (boot / 'extra.txt').write_bytes(PWM_EXTRA)
+    monkeypatch.setattr(pi_ir_tx, 'CONFIG_CANDIDATES', (str(boot / 'config.txt'),))
+    if model == 'vfat':
+        monkeypatch.setattr(filewrite, 'filesystem_type', lambda path: 'vfat' if str(boot) in os.path.abspath(path) else 'ext4')
+    device_tree(tmp_path)
+    before = snapshot(boot)
+    hooks = {'device_tree': str(tmp_path / 'dt'), 'sysfs': str(tmp_path / 'sys')}
+    trial = run_module('pi_ir_tx_fix', dict(hooks, trial='always'))
+    assert trial['trial'] and trial['changed'], trial
+    trial_files = dict((p, open(p, 'rb').read()) for p in trial['trial_files'])
+    (tmp_path / 'dt' / 'chosen' / 'bootloader' / 'tryboot').write_bytes(b'\x00\x00\x00\x01')
+    rc = tmp_path / 'sys' / 'class' / 'rc' / 'rc0'
+    rc.mkdir(parents=True)
+    (rc / 'uevent').write_text('DRV_NAME=gpio-ir-tx\n')
+    promoted = run_module('pi_ir_tx_fix', dict(hooks, step='promote'))
+    assert promoted['changed'], promoted
+    targets = [powercut.Target(str(boot / name), old, (boot / name).read_bytes())
+               for name, old in (('config.txt', PWM), ('extra.txt', PWM_EXTRA))]
+    # Created by the first step, removed by the second: at any moment absent or complete, or on FAT
+    # empty (a name is added before its clusters; harmless: the firmware reads a trial file only with
+    # the tryboot flag, set after the file is durable).
+    targets += [powercut.Target(path, None, data, backup=False, may_be_empty=model == 'vfat')
+                for path, data in trial_files.items()]
+    counts = verdict(model, before, recorder, targets)
+    for path, data in trial_files.items():
+        assert not os.path.exists(path)
+    print('pi_ir_tx trial boot (tryboot.txt written, then promoted) on %s: %d crash states checked, %d repaired by fsck.fat'
+          % (model, counts['checked'], counts['repaired_by_fsck']))
 
 
 def test_unit_and_new_drop_in(tmp_path, recorder):
