@@ -214,9 +214,9 @@ class Vfat(object):
 
     def _add_slot(self, path, chain, size, is_dir):
         slot = next(self.counter)
-        self._effect('slot', ('dir', _parent(path)), slot=slot, fields={'dir': _parent(path), 'name': os.path.basename(path),
-                                                                          'live': True, 'chain': chain, 'size': size,
-                                                                          'is_dir': is_dir})
+        fields = {'dir': _parent(path), 'name': os.path.basename(path), 'live': True, 'chain': chain, 'size': size,
+                  'is_dir': is_dir}
+        self._effect('slot', ('dir', _parent(path)), slot=slot, fields=fields)
         return slot
 
     def _drop(self, ino):
