@@ -11,16 +11,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import errno
 import json
 import os
 import re
-import stat
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
-from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import dockerd
+from ansible_collections.homelab.postmortem.plugins.module_utils.docker import netns as docker_netns
+from ansible_collections.homelab.postmortem.plugins.module_utils.docker import overlay_evidence as codes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import docker_overlay_sandbox as DETECTION
 
@@ -30,92 +29,6 @@ NETWORK_SETUP_ERRORS = re.compile(r'endpoint join|failed to set up container net
                                   re.IGNORECASE)
 PEER_WARNING = 'Peer entry was not in db'
 MAX_TASK_CONTAINERS = 200
-_LINK_RE = re.compile(r'^\d+:\s+(?P<name>[^:@\s]+)(?:@\S+)?:\s+<(?P<flags>[^>]*)>(?P<rest>.*)$')
-
-
-def _path_problem(path, exc):
-    if exc.errno == errno.ELOOP:
-        return '%s is a loop of symbolic links' % path
-    if exc.errno == errno.ENOENT:
-        return '%s does not exist' % path
-    if exc.errno in (errno.EACCES, errno.EPERM):
-        return '%s cannot be read: permission denied' % path
-    return '%s cannot be read: %s' % (path, exc.strerror or exc)
-
-
-def _kind(mode):
-    return 'a symbolic link' if stat.S_ISLNK(mode) else hostio.file_kind(mode)
-
-
-def sandbox_files(netns_dir, network_id):
-    """(sandbox files of a network, None) or (None, why they cannot be looked for).
-
-    A sandbox is ``<epoch>-<id>`` cut to 12 characters, any epoch (1-, 2-, 10-...). Nothing is
-    opened: the directory is checked with stat (a named pipe or a link loop where it should be
-    is a reason, never an empty directory, so never "the sandbox is gone") and each candidate
-    with lstat, which must be a regular file (a sandbox is a file dockerd created, then
-    bind-mounted its namespace on: os.Create at osl/namespace_linux.go:347 in the vendored
-    libnetwork at v20.10.24 and daemon/libnetwork/osl/namespace_linux.go:215 at docker-v29.0.0,
-    os.OpenFile with O_CREATE at l.227 of v29.7.2).
-    """
-    try:
-        # Followed: the directory is reached through links (/var/run -> /run).
-        mode = os.stat(netns_dir).st_mode
-    except OSError as exc:
-        return None, _path_problem(netns_dir, exc)
-    except ValueError as exc:  # a NUL byte in a path a setting gave
-        return None, '%s cannot be used: %s' % (netns_dir, exc)
-    if not stat.S_ISDIR(mode):
-        return None, '%s is %s, not a directory' % (netns_dir, _kind(mode))
-    try:
-        names = os.listdir(netns_dir)
-    except OSError as exc:
-        return None, _path_problem(netns_dir, exc)
-    found = []
-    for name in names:
-        epoch, _sep, rest = name.partition('-')
-        if not (epoch.isdigit() and epoch.isascii() and rest and len(name) <= 12 and network_id.startswith(rest)
-                and (len(name) == 12 or rest == network_id)):
-            continue
-        path = os.path.join(netns_dir, name)
-        try:
-            mode = os.lstat(path).st_mode
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                continue  # removed since the listing
-            return None, _path_problem(path, exc)
-        if not stat.S_ISREG(mode):
-            return None, 'the sandbox %s is %s, not a namespace file' % (path, _kind(mode))
-        found.append(path)
-    return sorted(found), None
-
-
-def read_links(ctx, pid):
-    """{mac: (name, flags, state)} of the interfaces inside process ``pid``'s network namespace."""
-    nsenter, ip = ctx.which('nsenter'), ctx.which('ip')
-    if not nsenter or not ip:
-        raise HostInputError('nsenter or ip is not installed; interfaces inside containers cannot be read',
-                             finding_status='unknown')
-    rc, out, err = ctx.run_command([nsenter, '--target', str(pid), '--net', ip, '-o', 'link', 'show'])
-    if rc != 0:
-        return None, (err or out).strip()[:200] or 'nsenter failed (rc %d)' % rc
-    links = {}
-    for line in out.splitlines():
-        match = _LINK_RE.match(line.strip())
-        mac = re.search(r'link/ether\s+([0-9a-f:]{17})', line)
-        if match and mac:
-            state = re.search(r'\bstate\s+(\S+)', match.group('rest'))
-            links[mac.group(1).lower()] = (match.group('name'), match.group('flags').split(','),
-                                           state.group(1) if state else None)
-    return links, None
-
-
-def _ping(ctx, pid, address):
-    nsenter = ctx.which('nsenter')
-    ping = ctx.which('ping')
-    cmd = [nsenter, '--target', str(pid), '--net'] + ([ping] if ping else [ctx.which('busybox') or 'busybox', 'ping'])
-    rc, out, err = ctx.run_command(cmd + ['-c', '1', '-W', '2', address])
-    return rc == 0, (out + err).strip().splitlines()[-1:] or ['']
 
 
 def _engine(api, settings):
@@ -237,50 +150,24 @@ def _peer_warnings(ctx, unit):
     return sum(1 for line in lines if PEER_WARNING in line), 'journal of %s (last 20000 lines)' % unit
 
 
-def _sandbox_dir(key, assumed):
-    """(netns dir, confirmed, where it comes from) for one container's sandboxes.
-
-    The daemon names every sandbox under one base path, <exec-root>/netns: the container's
-    (NetworkSettings.SandboxKey = sb.Key(): daemon/container_operations.go:1178 at v20.10.24, l.1151 at
-    docker-v29.0.0, l.1182 at v29.7.2) and the overlay network's (drivers/overlay/ov_network.go:752 of the
-    vendored libnetwork at v20.10.24, l.593 at 29.0.0, l.580 at 29.7.2); both are osl.GenerateKey, which is
-    basePath() + "/" + id (osl/namespace_linux.go:192 at v20.10.24, l.101 at 29.0.0, l.102 at 29.7.2), and
-    basePath() is filepath.Join(<exec-root>, "netns") (osl/namespace_linux.go:68-69 at v20.10.24,
-    daemon/libnetwork/osl/namespace_linux.go:42-51 at 29.0.0, l.43-52 at 29.7.2). So the directory of a
-    sandbox key that has that form and is there, a regular file as dockerd creates it, is where the
-    network's sandbox must be. A key of any other form or kind confirms nothing.
-    """
-    why = None
-    if not key:
-        why = 'the daemon reports no sandbox key for it'
-    elif not key.startswith('/') or os.path.normpath(key) != key or os.path.basename(os.path.dirname(key)) != 'netns':
-        why = 'its sandbox key %r is not of the form <exec-root>/netns/<id> dockerd gives' % key[:200]
-    else:
-        try:
-            mode = os.lstat(key).st_mode
-            if stat.S_ISREG(mode):
-                return os.path.dirname(key), True, 'the directory of its sandbox key %s' % key
-            why = 'its sandbox key %s is %s, not a namespace file' % (key, _kind(mode))
-        except OSError as exc:
-            why = ('its sandbox key %s is not there as seen from here' % key if exc.errno == errno.ENOENT
-                   else 'its sandbox key: %s' % _path_problem(key, exc))
-        except ValueError as exc:
-            why = 'its sandbox key cannot be used: %s' % exc
-    return assumed['netns_dir'], False, '%s; the exec root is assumed (%s)' % (why, assumed['from'])
+def _judged(name, status, cause, summary, evidence):
+    """An instance with its cause code (docker/overlay_evidence.py): what a fix reads instead of the summary."""
+    evidence['cause'] = cause
+    return instance(name, status, summary, evidence)
 
 
 def _left_or_unknown(name, problem, evidence, what):
     """A container that could not be read: 404 means it left (nothing to judge), anything else is unknown."""
     if problem.status == 404:
-        return instance(name, 'ok', '%s left while it was read (%s).' % (name, problem), evidence)
-    return instance(name, 'unknown', '%s: %s could not be read: %s.' % (name, what, problem), evidence)
+        return _judged(name, 'ok', 'left', '%s left while it was read (%s).' % (name, problem), evidence)
+    return _judged(name, 'unknown', 'unreadable', '%s: %s could not be read: %s.' % (name, what, problem), evidence)
 
 
 def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe):
     where = 'GET /networks/%s' % network['Id'][:12]
     label = _entry_name(entry, cid)
     name = 'container %s on %s' % (label, network['Name'])
-    evidence = {'container': label, 'id': cid[:12], 'network': network['Name']}
+    evidence = {'kind': codes.CONTAINER, 'container': label, 'id': cid[:12], 'network': network['Name']}
     try:
         if not isinstance(entry, dict):
             raise docker_api.DockerProblem('Docker API %s: field Containers[%s] is %s, not an object'
@@ -290,7 +177,7 @@ def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe)
         mac = docker_api.typed(entry, 'MacAddress', 'string', where, required=True, label='Containers[%s].MacAddress' % cid[:12])
         evidence['mac'] = mac
     except docker_api.DockerProblem as exc:
-        return instance(name, 'unknown', '%s cannot be judged: %s.' % (name, exc), evidence)
+        return _judged(name, 'unknown', 'unreadable', '%s cannot be judged: %s.' % (name, exc), evidence)
     path = api.object_path('containers', cid) + '/json'
     where = 'GET ' + path
     try:
@@ -313,20 +200,21 @@ def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe)
             raise docker_api.DockerProblem('Docker API %s: State.Running is true but State.Pid is %d' % (where, pid))
     except docker_api.DockerProblem as exc:
         # Whether it is cut off cannot be told from an answer like this: never "ok", never "affected".
-        return instance(name, 'unknown', '%s cannot be judged: %s.' % (name, exc), evidence)
+        return _judged(name, 'unknown', 'unreadable', '%s cannot be judged: %s.' % (name, exc), evidence)
     evidence['state'] = status
     if not running:
-        return instance(name, 'ok', '%s is %s; only running containers can be cut off.' % (name, status or 'not running'),
-                        evidence)
+        return _judged(name, 'ok', 'not_running',
+                       '%s is %s; only running containers can be cut off.' % (name, status or 'not running'), evidence)
     evidence['restart_policy'] = policy_name or 'no'
-    netns_dir, confirmed, where = _sandbox_dir(key, assumed)
-    sandbox, sandbox_problem = sandbox_files(netns_dir, network['Id'])
+    netns_dir, confirmed, where = docker_netns.sandbox_dir(key, assumed)
+    sandbox, sandbox_problem = docker_netns.sandbox_files(netns_dir, network['Id'])
     evidence.update(sandbox=sandbox or None, netns_dir=netns_dir, netns_dir_from=where, netns_dir_confirmed=confirmed)
-    links, problem = read_links(ctx, pid)
+    links, problem = docker_netns.read_links(ctx, pid)
     if links is None:
         if os.path.exists(os.path.join(ctx.proc_root, str(pid))):
-            return instance(name, 'unknown', '%s: its interfaces cannot be read (%s).' % (name, problem), evidence)
-        return instance(name, 'ok', '%s exited while it was read (%s).' % (name, problem), evidence)
+            return _judged(name, 'unknown', 'interfaces_unreadable',
+                           '%s: its interfaces cannot be read (%s).' % (name, problem), evidence)
+        return _judged(name, 'ok', 'exited', '%s exited while it was read (%s).' % (name, problem), evidence)
     link = links.get(mac.lower())
     if link:
         evidence.update(interface=link[0], flags=link[1], link_state=link[2])
@@ -334,32 +222,35 @@ def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe)
     evidence['carrier'] = carrier
     if probe and peers_ip:
         evidence['ping'] = {'to': peers_ip}
-        evidence['ping']['ok'], evidence['ping']['last_line'] = _ping(ctx, pid, peers_ip)
-    cut, unsure = [], None
+        evidence['ping']['ok'], evidence['ping']['last_line'] = docker_netns.ping(ctx, pid, peers_ip)
+    cut, unsure = {}, None
     if sandbox_problem:
         unsure = "%s (%s)" % (sandbox_problem, where)
     elif not sandbox and confirmed:
-        cut.append("the network's sandbox is gone")
+        cut['sandbox_gone'] = "the network's sandbox is gone"
     elif not sandbox:
         # Only the daemon's own key says where sandboxes are; a miss where one was assumed proves nothing.
         unsure = 'none in %s, and %s' % (netns_dir, where)
     if unsure:
         evidence['sandbox_unknown'] = unsure
     if not link:
-        cut.append('no interface with its MAC %s' % mac)
+        cut['no_interface'] = 'no interface with its MAC %s' % mac
     elif not carrier:
-        cut.append('%s has no carrier (%s)' % (link[0], ','.join(link[1])))
+        cut['no_carrier'] = '%s has no carrier (%s)' % (link[0], ','.join(link[1]))
     if evidence.get('ping') and not evidence['ping']['ok']:
-        cut.append('a ping to %s got no answer' % peers_ip)
+        cut['no_ping_answer'] = 'a ping to %s got no answer' % peers_ip
     if cut:
-        return instance(name, 'affected', '%s is running but cut off: %s.' % (name, '; '.join(cut)), evidence)
+        signs = [sign for sign in codes.CUT_OFF_SIGNS if sign in cut]
+        evidence['causes'] = signs
+        return _judged(name, 'affected', signs[0], '%s is running but cut off: %s.' % (name, '; '.join(cut[s] for s in signs)),
+                       evidence)
     summary = '%s has its overlay interface %s with a carrier' % (name, link[0])
     if evidence.get('ping'):
         summary += ' and answered a ping to %s' % peers_ip
     if unsure:
-        return instance(name, 'unknown', "%s, but its network's sandbox could not be looked for: %s." % (summary, unsure),
-                        evidence)
-    return instance(name, 'ok', summary + '.', evidence)
+        return _judged(name, 'unknown', codes.SANDBOX_UNSEEN,
+                       "%s, but its network's sandbox could not be looked for: %s." % (summary, unsure), evidence)
+    return _judged(name, 'ok', 'overlay_up', summary + '.', evidence)
 
 
 def _network_instances(ctx, api, network, assumed, failed, engine, budget):
@@ -371,8 +262,8 @@ def _network_instances(ctx, api, network, assumed, failed, engine, budget):
         if exc.finding_status == 'unknown':
             raise
         summary = {'network': network['Name'], 'id': network['Id'], 'problem': str(exc)}
-        return [instance('network %s' % network['Name'], 'unknown',
-                         'network %s cannot be judged: %s.' % (network['Name'], exc), summary)], summary
+        return [_judged('network %s' % network['Name'], 'unknown', 'unreadable',
+                        'network %s cannot be judged: %s.' % (network['Name'], exc), dict(summary, kind=codes.NETWORK))], summary
     local = dict((cid, e) for cid, e in containers.items() if not cid.startswith('lb-'))
     lb = [e for cid, e in containers.items() if cid.startswith('lb-') and isinstance(e, dict)]
     found = []
@@ -385,31 +276,41 @@ def _network_instances(ctx, api, network, assumed, failed, engine, budget):
         found.append(_container_instance(ctx, api, network, cid, entry, assumed, peer, probe))
     confirmed = [i['evidence']['netns_dir'] for i in found if i['evidence'].get('netns_dir_confirmed')]
     netns_dir = confirmed[0] if confirmed else assumed['netns_dir']
-    sandbox, sandbox_problem = sandbox_files(netns_dir, network['Id'])
+    sandbox, sandbox_problem = docker_netns.sandbox_files(netns_dir, network['Id'])
     failures = failed.get(network['Id'], [])
     if failures:
-        name = 'failed starts on %s' % network['Name']
-        evidence = {'network': network['Name'], 'failed_network_setup_tasks': len(failures), 'tasks': failures[:10],
-                    'engine_version': engine['engine_version'], 'affected_range': engine['affected_range']}
-        if engine['in_affected_range'] is None:
-            found.append(instance(name, 'unknown', '%d task(s) on this node failed during network setup on %s, and %s: '
-                                  'whether each took a join too many cannot be told.'
-                                  % (len(failures), network['Name'], engine['engine_version_problem']), evidence))
-        elif engine['in_affected_range']:
-            found.append(instance(name, 'at_risk', '%d task(s) on this node failed during network setup on %s; on Engine '
-                                  '%s each takes one join too many, and the network is cut off when the count reaches '
-                                  'zero.' % (len(failures), network['Name'], engine['engine_version']), evidence))
-        else:
-            found.append(instance(name, 'ok', '%d task(s) failed during network setup on %s; Engine %s rolls a failed '
-                                  'start back with one Leave, outside the affected range (%s).'
-                                  % (len(failures), network['Name'], engine['engine_version'], engine['affected_range']),
-                                  evidence))
+        found.append(_failed_starts(network, failures, engine))
     summary = {'network': network['Name'], 'id': network['Id'], 'local_containers': len(local),
                'netns_dir': netns_dir, 'netns_dir_confirmed': bool(confirmed),
                'sandbox': sandbox, 'failed_network_setup_tasks': len(failures)}
     if sandbox_problem:
         summary['sandbox_problem'] = sandbox_problem
     return found, summary
+
+
+def _failed_starts(network, failures, engine):
+    name = 'failed starts on %s' % network['Name']
+    services = []
+    for task in failures:
+        if task.get('service') and task['service'] not in services:
+            services.append(task['service'])
+    evidence = {'kind': codes.FAILED_STARTS, 'network': network['Name'], 'network_id': network['Id'],
+                'services': services, 'failed_network_setup_tasks': len(failures), 'tasks': failures[:10],
+                'engine_version': engine['engine_version'], 'affected_range': engine['affected_range']}
+    if engine['in_affected_range'] is None:
+        return _judged(name, 'unknown', 'engine_version_unknown',
+                       '%d task(s) on this node failed during network setup on %s, and %s: whether each took a join '
+                       'too many cannot be told.' % (len(failures), network['Name'], engine['engine_version_problem']),
+                       evidence)
+    if engine['in_affected_range']:
+        return _judged(name, 'at_risk', 'in_affected_range',
+                       '%d task(s) on this node failed during network setup on %s; on Engine %s each takes one join too '
+                       'many, and the network is cut off when the count reaches zero.'
+                       % (len(failures), network['Name'], engine['engine_version']), evidence)
+    return _judged(name, 'ok', 'outside_affected_range',
+                   '%d task(s) failed during network setup on %s; Engine %s rolls a failed start back with one Leave, '
+                   'outside the affected range (%s).'
+                   % (len(failures), network['Name'], engine['engine_version'], engine['affected_range']), evidence)
 
 
 def _entry_name(entry, cid):
@@ -439,8 +340,9 @@ def _overlay_networks(api):
             name = docker_api.typed(item, 'Name', 'string', where, required=True)
             ingress = docker_api.typed(item, 'Ingress', 'boolean', where)
         except docker_api.DockerProblem as exc:
-            unreadable.append(instance('network %s' % label, 'unknown', 'network %s cannot be judged: %s.' % (label, exc),
-                                       {'network': label}))
+            unreadable.append(_judged('network %s' % label, 'unknown', 'unreadable',
+                                      'network %s cannot be judged: %s.' % (label, exc),
+                                      {'kind': codes.NETWORK, 'network': label}))
             continue
         if not ingress:
             networks.append({'Id': ident, 'Name': name})
@@ -490,8 +392,9 @@ def judge(ctx):
     instances, per_network = list(unreadable), []
     failed = {}
     if engine.get('swarm_problem'):
-        instances.append(instance('failed starts on this node', 'unknown', 'Failed starts cannot be looked for: %s.'
-                                  % engine['swarm_problem'], {'problem': engine['swarm_problem']}))
+        instances.append(_judged('failed starts on this node', 'unknown', 'swarm_unreadable',
+                                 'Failed starts cannot be looked for: %s.' % engine['swarm_problem'],
+                                 {'kind': codes.FAILED_STARTS, 'problem': engine['swarm_problem']}))
     elif engine['swarm'] == 'active':
         try:
             failed, problems = _failed_setup_tasks(api, engine)
@@ -500,9 +403,11 @@ def judge(ctx):
                 raise
             problems = [str(exc)]
         if problems:
-            instances.append(instance('failed starts on this node', 'unknown', '%d task(s) of this node could not be read, '
-                                      'so failed starts may be missing: %s.' % (len(problems), problems[0]),
-                                      {'unreadable_tasks': len(problems), 'problems': problems[:10]}))
+            instances.append(_judged('failed starts on this node', 'unknown', 'tasks_unreadable',
+                                     '%d task(s) of this node could not be read, so failed starts may be missing: %s.'
+                                     % (len(problems), problems[0]),
+                                     {'kind': codes.FAILED_STARTS, 'unreadable_tasks': len(problems),
+                                      'problems': problems[:10]}))
     evidence['peer_entry_warnings'], evidence['peer_entry_warnings_from'] = _peer_warnings(ctx, settings['journal_unit'])
     budget = [settings['probe_max_containers']]
     for network in sorted(networks, key=lambda n: (n['Name'], n['Id'])):

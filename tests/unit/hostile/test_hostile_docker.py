@@ -24,6 +24,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import docker_overlay_sandbox as det
+from ansible_collections.homelab.postmortem.plugins.module_utils.docker import overlay_evidence
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
 
 from ..helpers.paths import TESTS_DIR
@@ -100,7 +101,16 @@ class Node:
             assert time.monotonic() - started < BOUND_S
         json.dumps(json_safe(finding), allow_nan=False)
         assert not finding['summary'].startswith('bug in homelab.postmortem'), finding['summary']
+        assert_declared_codes(finding)
         return finding
+
+
+def assert_declared_codes(finding):
+    """Every instance, whatever went wrong, carries a kind and a cause of docker/overlay_evidence.py's table: what
+    the docker_overlay_recover plan reads instead of names and summaries."""
+    for item in finding['evidence'].get('instances', []):
+        evidence = item['evidence']
+        assert evidence['cause'] in overlay_evidence.CAUSES[evidence['kind']][item['status']], item
 
 
 def by_name(finding, fragment):

@@ -1,7 +1,7 @@
-"""docker_overlay_sandbox's parts that do not need a daemon: sandbox names across epochs, link
-flags, the version rule, and the Engine API client against a unix-socket server that answers
-with the shapes recorded from dockerd 20.10 (../shared/reference/docker). The real two-node
-swarm is in tests/e2e/test_docker_overlay_real.py."""
+"""docker_overlay_sandbox's parts that do not need a daemon: the version rule, the exec root's resolution,
+the codes each instance carries, and the Engine API client against a unix-socket server that answers
+with the shapes recorded from dockerd 20.10 (../shared/reference/docker). Sandbox names and link flags are
+in ../docker/test_netns.py; the real two-node swarm is in tests/e2e/test_docker_overlay_real.py."""
 import json
 import os
 import socket
@@ -15,41 +15,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import docker_overlay_sandbox as verdict
 
 NET_ID = 'ak7of1jriprxzfppltmyzgkiw'
-
-
-@pytest.mark.parametrize('names,expected', [
-    (['1-ak7of1jrip'], ['1-ak7of1jrip']),
-    (['2-ak7of1jrip'], ['2-ak7of1jrip']),            # rebuilt once in this daemon's lifetime
-    (['10-ak7of1jri'], ['10-ak7of1jri']),            # the tenth: one id character less
-    (['1-zzzzzzzzzz', 'ingress_sbox', 'lb_ak7of1jri'], []),
-    (['1-ak7of1jri'], []),                           # too short for epoch 1: another network's prefix
-])
-def test_sandbox_names_match_any_epoch(tmp_path, names, expected):
-    for name in names:
-        (tmp_path / name).write_text('')
-    found, problem = verdict.sandbox_files(str(tmp_path), NET_ID)
-    assert problem is None
-    assert [os.path.basename(p) for p in found] == expected
-
-
-def test_sandbox_dir_missing_says_why(tmp_path):
-    assert verdict.sandbox_files(str(tmp_path / 'nope'), NET_ID) == (None, '%s does not exist' % (tmp_path / 'nope'))
-
-
-IP_LINK = ('1: lo: <LOOPBACK,UP,LOWER_UP> mtu 65536 qdisc noqueue state UNKNOWN mode DEFAULT group default qlen 1000'
-           '\\    link/loopback 00:00:00:00:00:00 brd 00:00:00:00:00:00\n'
-           '24: eth0@if25: <NO-CARRIER,BROADCAST,MULTICAST,UP,M-DOWN> mtu 1450 qdisc noqueue state DOWN mode DEFAULT '
-           'group default \\    link/ether 02:42:0a:00:01:02 brd ff:ff:ff:ff:ff:ff link-netnsid 0\n'
-           '26: eth1@if27: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 qdisc noqueue state UP mode DEFAULT group default '
-           '\\    link/ether 02:42:ac:12:00:03 brd ff:ff:ff:ff:ff:ff link-netnsid 1\n')
-
-
-def test_link_flags_are_read_per_mac():
-    ctx = AuditContext(run_command=lambda cmd: (0, IP_LINK, ''), which=lambda name: '/usr/bin/' + name)
-    links, problem = verdict.read_links(ctx, 4242)
-    assert problem is None
-    assert links['02:42:0a:00:01:02'] == ('eth0', ['NO-CARRIER', 'BROADCAST', 'MULTICAST', 'UP', 'M-DOWN'], 'DOWN')
-    assert 'LOWER_UP' in links['02:42:ac:12:00:03'][1]
 
 
 class FakeDaemon:
@@ -123,8 +88,10 @@ def test_failed_network_setup_tasks_are_judged_by_the_engine_version(tmp_path, v
     (tmp_path / 'proc').mkdir()
     settings = {'fixed_in': fixed_in} if fixed_in else {}
     finding = registry.run_one(ctx_for(tmp_path, version, **settings), det)
-    item = [i for i in finding['evidence']['instances'] if i['name'] == 'failed starts on ovs'][0]
+    item = [i for i in finding['evidence']['instances'] if i['evidence']['kind'] == 'failed_starts'][0]
     assert item['status'] == status, item
+    assert item['evidence']['cause'] == {'ok': 'outside_affected_range', 'at_risk': 'in_affected_range'}[status]
+    assert (item['evidence']['network'], item['evidence']['network_id'], item['evidence']['services']) == ('ovs', NET_ID, ['s1'])
     assert item['evidence']['failed_network_setup_tasks'] == 1
     assert 'port is already allocated' in item['evidence']['tasks'][0]['error']
 
@@ -348,6 +315,7 @@ def test_the_sandbox_key_shows_the_exec_root_whatever_was_assumed(tmp_path):
     folder = netns(tmp_path, 'srv-run', CID[:12], '1-' + NET_ID[:10])
     finding = registry.run_one(running_node(tmp_path, str(folder / CID[:12]), exec_root=str(tmp_path / 'elsewhere')), det)
     assert finding['status'] == 'ok', finding
+    assert finding['evidence']['instances'][0]['evidence']['cause'] == 'overlay_up'
     assert finding['evidence']['exec_root'] == str(tmp_path / 'srv-run')
     assert 'sandbox keys' in finding['evidence']['exec_root_from']
     assert 'not at %s' % (tmp_path / 'elsewhere') in finding['evidence']['exec_root_note']
@@ -358,7 +326,11 @@ def test_a_sandbox_gone_from_where_the_key_says_is_affected(tmp_path):
     folder = netns(tmp_path, 'srv-run', CID[:12])
     finding = registry.run_one(running_node(tmp_path, str(folder / CID[:12])), det)
     assert finding['status'] == 'affected'
-    assert "the network's sandbox is gone" in finding['evidence']['instances'][0]['summary']
+    item = finding['evidence']['instances'][0]
+    assert "the network's sandbox is gone" in item['summary']
+    assert (item['evidence']['kind'], item['evidence']['cause'], item['evidence']['causes']) == (
+        'container', 'sandbox_gone', ['sandbox_gone'])
+    assert (item['evidence']['container'], item['evidence']['carrier']) == ('web', True)
 
 
 @pytest.mark.parametrize('sandbox_key', ['/nonexistent/netns/cccccccccccc', ''])
@@ -369,6 +341,7 @@ def test_a_sandbox_missing_where_it_was_only_assumed_is_unknown(tmp_path, sandbo
     assert finding['status'] == item['status'] == 'unknown', finding
     assert "sandbox could not be looked for" in item['summary'] and 'assumed (setting exec_root)' in item['summary']
     assert "could not be looked for" in finding['summary']
+    assert (item['evidence']['kind'], item['evidence']['cause'], item['evidence']['carrier']) == ('container', 'sandbox_unseen', True)
 
 
 def test_an_assumed_directory_that_has_the_sandbox_is_ok(tmp_path):
@@ -384,6 +357,8 @@ def test_no_carrier_is_affected_even_where_the_sandbox_could_not_be_looked_for(t
     item = finding['evidence']['instances'][0]
     assert finding['status'] == 'affected'
     assert 'no carrier' in item['summary'] and 'sandbox is gone' not in item['summary']
+    assert (item['evidence']['cause'], item['evidence']['causes'], item['evidence']['carrier']) == (
+        'no_carrier', ['no_carrier'], False)
     assert 'none in' in item['evidence']['sandbox_unknown']
 
 
@@ -414,3 +389,29 @@ def test_without_root_no_socket_is_said_as_no_daemon_not_needs_root(tmp_path):
     (tmp_path / 'docker.sock').write_text('')
     present = registry.run_one(AuditContext(settings=settings, euid=1000), det)
     assert present['status'] == 'unknown' and present['summary'].startswith('Needs root')
+
+
+def test_a_workers_failed_starts_name_each_service_once(tmp_path):
+    """A worker cannot list tasks: the task containers it kept are read (labels com.docker.swarm.task.id and
+    com.docker.swarm.service.id, as swarm's executor sets them). The services, each once, are what
+    docker_overlay_recover_scale_down_failing scales to zero."""
+    def task_container(task, service):
+        return (200, {'State': {'Status': 'created', 'Error': 'Bind for 0.0.0.0:8080 failed: port is already allocated',
+                                'FinishedAt': 'now'},
+                      'Config': {'Labels': {'com.docker.swarm.task.id': task, 'com.docker.swarm.service.id': service}},
+                      'NetworkSettings': {'Networks': {'ovs': {'NetworkID': NET_ID}}}})
+    sock = str(tmp_path / 'docker.sock')
+    answers = routes('29.0.0', failed=False)
+    answers['/info'] = (200, {'Swarm': {'LocalNodeState': 'active', 'NodeID': 'n2', 'ControlAvailable': False}})
+    answers['/containers/json'] = (200, [{'Id': 'a' * 64}, {'Id': 'b' * 64}, {'Id': 'e' * 64}])
+    answers['/containers/%s/json' % ('a' * 64)] = task_container('t1', 's1')
+    answers['/containers/%s/json' % ('b' * 64)] = task_container('t2', 's2')
+    answers['/containers/%s/json' % ('e' * 64)] = task_container('t3', 's1')
+    FakeDaemon(sock, answers)
+    (tmp_path / 'proc').mkdir()
+    ctx = AuditContext(proc_root=str(tmp_path / 'proc'), euid=0, settings=registry.validate_settings(
+        {'docker_overlay_sandbox': {'socket': sock, 'journal_unit': ''}}))
+    item = registry.run_one(ctx, det)['evidence']['instances'][0]
+    assert (item['status'], item['evidence']['kind'], item['evidence']['cause']) == ('at_risk', 'failed_starts', 'in_affected_range')
+    assert item['evidence']['services'] == ['s1', 's2']
+    assert item['evidence']['failed_network_setup_tasks'] == 3
