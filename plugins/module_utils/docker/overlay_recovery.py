@@ -228,8 +228,8 @@ class Plan(object):
             return 'nothing: no container on this node is cut off its overlay network (%s)' % sorting.summary
         named = ', '.join(sorting.cut_off)
         if sorting.cut_off_unnamed:
-            named += '%s%d more left out of the finding (max_instances)' % (' and ' if named else '',
-                                                                           sorting.cut_off_unnamed)
+            more = '%d more left out of the finding (max_instances)' % sorting.cut_off_unnamed
+            named = '%s and %s' % (named, more) if named else more
         return 'cut off: %s' % named
 
     def steps(self, check_mode):

@@ -78,24 +78,9 @@ def _failed_setup_tasks(api, engine):
     """
     found, problems = {}, []
     if engine['manager']:
-        where = 'GET /tasks'
         for task in api.get_list('/tasks', {'filters': json.dumps({'node': [engine['node_id']]})}):
             try:
-                if not isinstance(task, dict):
-                    raise docker_api.DockerProblem('Docker API %s: a task is %s, not an object' % (where, docker_api.describe(task)))
-                status = docker_api.typed(task, 'Status', 'object', where) or {}
-                targets = []
-                for attachment in docker_api.typed(task, 'NetworksAttachments', 'list', where) or []:
-                    network = docker_api.typed(attachment, 'Network', 'object', where, label='NetworksAttachments[].Network')
-                    targets.append(docker_api.typed(network or {}, 'ID', 'string', where, label='NetworksAttachments[].Network.ID'))
-                spec = docker_api.typed(task, 'Spec', 'object', where) or {}
-                for network in docker_api.typed(spec, 'Networks', 'list', where, label='Spec.Networks') or []:
-                    targets.append(docker_api.typed(network, 'Target', 'string', where, label='Spec.Networks[].Target'))
-                _add_failure(found, docker_api.typed(status, 'State', 'string', where, label='Status.State'),
-                             docker_api.typed(status, 'Err', 'string', where, label='Status.Err'), targets,
-                             {'task': docker_api.typed(task, 'ID', 'string', where),
-                              'service': docker_api.typed(task, 'ServiceID', 'string', where),
-                              'at': docker_api.typed(status, 'Timestamp', 'string', where, label='Status.Timestamp')})
+                _add_failed_task(found, task)
             except docker_api.DockerProblem as exc:
                 problems.append(str(exc))
         return found, problems
@@ -103,31 +88,56 @@ def _failed_setup_tasks(api, engine):
                                                                                   'status': ['created', 'exited']})})
     for entry in listed[:MAX_TASK_CONTAINERS]:
         try:
-            cid = docker_api.typed(entry, 'Id', 'string', 'GET /containers/json', required=True)
-            path = api.object_path('containers', cid) + '/json'
-            where = 'GET ' + path
-            try:
-                detail = api.get_object(path)
-            except docker_api.DockerProblem as exc:
-                if exc.status == 404:
-                    continue  # removed meanwhile
-                raise
-            state = docker_api.typed(detail, 'State', 'object', where) or {}
-            config = docker_api.typed(detail, 'Config', 'object', where) or {}
-            labels = docker_api.typed(config, 'Labels', 'object', where, label='Config.Labels') or {}
-            settings = docker_api.typed(detail, 'NetworkSettings', 'object', where) or {}
-            networks = docker_api.typed(settings, 'Networks', 'object', where, label='NetworkSettings.Networks') or {}
-            targets = [docker_api.typed(n, 'NetworkID', 'string', where, label='NetworkSettings.Networks[].NetworkID')
-                       for n in networks.values()]
-            _add_failure(found, 'failed', docker_api.typed(state, 'Error', 'string', where, label='State.Error'), targets,
-                         {'task': docker_api.typed(labels, 'com.docker.swarm.task.id', 'string', where),
-                          'service': docker_api.typed(labels, 'com.docker.swarm.service.id', 'string', where),
-                          'at': docker_api.typed(state, 'FinishedAt', 'string', where, label='State.FinishedAt')})
+            _add_failed_task_container(found, api, entry)
         except docker_api.DockerProblem as exc:
             if exc.finding_status == 'unknown':
                 raise  # the daemon stopped answering in time: every further request would wait as long
             problems.append(str(exc))
     return found, problems
+
+
+def _add_failed_task(found, task):
+    """One task of GET /tasks, into ``found`` when it failed during network setup."""
+    where = 'GET /tasks'
+    if not isinstance(task, dict):
+        raise docker_api.DockerProblem('Docker API %s: a task is %s, not an object' % (where, docker_api.describe(task)))
+    status = docker_api.typed(task, 'Status', 'object', where) or {}
+    targets = []
+    for attachment in docker_api.typed(task, 'NetworksAttachments', 'list', where) or []:
+        network = docker_api.typed(attachment, 'Network', 'object', where, label='NetworksAttachments[].Network')
+        targets.append(docker_api.typed(network or {}, 'ID', 'string', where, label='NetworksAttachments[].Network.ID'))
+    spec = docker_api.typed(task, 'Spec', 'object', where) or {}
+    for network in docker_api.typed(spec, 'Networks', 'list', where, label='Spec.Networks') or []:
+        targets.append(docker_api.typed(network, 'Target', 'string', where, label='Spec.Networks[].Target'))
+    _add_failure(found, docker_api.typed(status, 'State', 'string', where, label='Status.State'),
+                 docker_api.typed(status, 'Err', 'string', where, label='Status.Err'), targets,
+                 {'task': docker_api.typed(task, 'ID', 'string', where),
+                  'service': docker_api.typed(task, 'ServiceID', 'string', where),
+                  'at': docker_api.typed(status, 'Timestamp', 'string', where, label='Status.Timestamp')})
+
+
+def _add_failed_task_container(found, api, entry):
+    """One task container a worker kept, into ``found`` when its start failed during network setup."""
+    cid = docker_api.typed(entry, 'Id', 'string', 'GET /containers/json', required=True)
+    path = api.object_path('containers', cid) + '/json'
+    where = 'GET ' + path
+    try:
+        detail = api.get_object(path)
+    except docker_api.DockerProblem as exc:
+        if exc.status == 404:
+            return  # removed meanwhile
+        raise
+    state = docker_api.typed(detail, 'State', 'object', where) or {}
+    config = docker_api.typed(detail, 'Config', 'object', where) or {}
+    labels = docker_api.typed(config, 'Labels', 'object', where, label='Config.Labels') or {}
+    settings = docker_api.typed(detail, 'NetworkSettings', 'object', where) or {}
+    networks = docker_api.typed(settings, 'Networks', 'object', where, label='NetworkSettings.Networks') or {}
+    targets = [docker_api.typed(n, 'NetworkID', 'string', where, label='NetworkSettings.Networks[].NetworkID')
+               for n in networks.values()]
+    _add_failure(found, 'failed', docker_api.typed(state, 'Error', 'string', where, label='State.Error'), targets,
+                 {'task': docker_api.typed(labels, 'com.docker.swarm.task.id', 'string', where),
+                  'service': docker_api.typed(labels, 'com.docker.swarm.service.id', 'string', where),
+                  'at': docker_api.typed(state, 'FinishedAt', 'string', where, label='State.FinishedAt')})
 
 
 def _add_failure(found, state, error, targets, entry):
@@ -163,100 +173,143 @@ def _left_or_unknown(name, problem, evidence, what):
     return _judged(name, 'unknown', 'unreadable', '%s: %s could not be read: %s.' % (name, what, problem), evidence)
 
 
-def _container_instance(ctx, api, network, cid, entry, assumed, peers_ip, probe):
+class _Node(object):
+    """What every container of one daemon is judged with; ``probes_left``: pings overlay_ping may still send."""
+
+    def __init__(self, ctx, api, assumed, engine, failed, probes_left):
+        self.ctx = ctx
+        self.api = api
+        self.assumed = assumed
+        self.engine = engine
+        self.failed = failed
+        self.probes_left = probes_left
+
+    def take_probe(self):
+        if 'overlay_ping' not in self.ctx.probes or self.probes_left <= 0:
+            return False
+        self.probes_left -= 1
+        return True
+
+
+def _endpoint_mac(network, cid, entry, evidence):
+    """The MAC of a container's endpoint on ``network`` (its address into ``evidence``); DockerProblem when unreadable."""
     where = 'GET /networks/%s' % network['Id'][:12]
+    if not isinstance(entry, dict):
+        raise docker_api.DockerProblem('Docker API %s: field Containers[%s] is %s, not an object'
+                                       % (where, cid[:12], docker_api.describe(entry)))
+    docker_api.typed(entry, 'Name', 'string', where, label='Containers[%s].Name' % cid[:12])
+    evidence['ip'] = docker_api.typed(entry, 'IPv4Address', 'string', where, label='Containers[%s].IPv4Address' % cid[:12])
+    evidence['mac'] = docker_api.typed(entry, 'MacAddress', 'string', where, required=True,
+                                       label='Containers[%s].MacAddress' % cid[:12])
+    return evidence['mac']
+
+
+def _container_state(detail, where):
+    """{running, status, pid, policy, key} of one container's inspect; DockerProblem for a field of the wrong kind."""
+    state = docker_api.typed(detail, 'State', 'object', where, required=True)
+    running = docker_api.typed(state, 'Running', 'boolean', where, required=True, label='State.Running')
+    found = {'running': running,
+             'status': docker_api.typed(state, 'Status', 'string', where, label='State.Status'),
+             'pid': docker_api.typed(state, 'Pid', 'integer', where, required=running, label='State.Pid')}
+    host_config = docker_api.typed(detail, 'HostConfig', 'object', where) or {}
+    policy = docker_api.typed(host_config, 'RestartPolicy', 'object', where, label='HostConfig.RestartPolicy') or {}
+    found['policy'] = docker_api.typed(policy, 'Name', 'string', where, label='HostConfig.RestartPolicy.Name')
+    settings = docker_api.typed(detail, 'NetworkSettings', 'object', where) or {}
+    found['key'] = docker_api.typed(settings, 'SandboxKey', 'string', where, label='NetworkSettings.SandboxKey')
+    if running and found['pid'] <= 0:
+        raise docker_api.DockerProblem('Docker API %s: State.Running is true but State.Pid is %d' % (where, found['pid']))
+    return found
+
+
+def _container_instance(node, network, cid, entry, ping_to):
     label = _entry_name(entry, cid)
     name = 'container %s on %s' % (label, network['Name'])
     evidence = {'kind': codes.CONTAINER, 'container': label, 'id': cid[:12], 'network': network['Name']}
     try:
-        if not isinstance(entry, dict):
-            raise docker_api.DockerProblem('Docker API %s: field Containers[%s] is %s, not an object'
-                                           % (where, cid[:12], docker_api.describe(entry)))
-        docker_api.typed(entry, 'Name', 'string', where, label='Containers[%s].Name' % cid[:12])
-        evidence['ip'] = docker_api.typed(entry, 'IPv4Address', 'string', where, label='Containers[%s].IPv4Address' % cid[:12])
-        mac = docker_api.typed(entry, 'MacAddress', 'string', where, required=True, label='Containers[%s].MacAddress' % cid[:12])
-        evidence['mac'] = mac
+        mac = _endpoint_mac(network, cid, entry, evidence)
     except docker_api.DockerProblem as exc:
         return _judged(name, 'unknown', 'unreadable', '%s cannot be judged: %s.' % (name, exc), evidence)
-    path = api.object_path('containers', cid) + '/json'
-    where = 'GET ' + path
+    path = node.api.object_path('containers', cid) + '/json'
     try:
-        detail = api.get_object(path)
+        detail = node.api.get_object(path)
     except docker_api.DockerProblem as exc:
         if exc.finding_status == 'unknown':
             raise  # the daemon stopped answering in time: every further request would wait as long
         return _left_or_unknown(name, exc, evidence, 'its inspect')
     try:
-        state = docker_api.typed(detail, 'State', 'object', where, required=True)
-        running = docker_api.typed(state, 'Running', 'boolean', where, required=True, label='State.Running')
-        status = docker_api.typed(state, 'Status', 'string', where, label='State.Status')
-        pid = docker_api.typed(state, 'Pid', 'integer', where, required=running, label='State.Pid')
-        host_config = docker_api.typed(detail, 'HostConfig', 'object', where) or {}
-        policy = docker_api.typed(host_config, 'RestartPolicy', 'object', where, label='HostConfig.RestartPolicy') or {}
-        policy_name = docker_api.typed(policy, 'Name', 'string', where, label='HostConfig.RestartPolicy.Name')
-        settings = docker_api.typed(detail, 'NetworkSettings', 'object', where) or {}
-        key = docker_api.typed(settings, 'SandboxKey', 'string', where, label='NetworkSettings.SandboxKey')
-        if running and pid <= 0:
-            raise docker_api.DockerProblem('Docker API %s: State.Running is true but State.Pid is %d' % (where, pid))
+        state = _container_state(detail, 'GET ' + path)
     except docker_api.DockerProblem as exc:
         # Whether it is cut off cannot be told from an answer like this: never "ok", never "affected".
         return _judged(name, 'unknown', 'unreadable', '%s cannot be judged: %s.' % (name, exc), evidence)
-    evidence['state'] = status
-    if not running:
+    evidence['state'] = state['status']
+    if not state['running']:
         return _judged(name, 'ok', 'not_running',
-                       '%s is %s; only running containers can be cut off.' % (name, status or 'not running'), evidence)
-    evidence['restart_policy'] = policy_name or 'no'
-    netns_dir, confirmed, where = docker_netns.sandbox_dir(key, assumed)
-    sandbox, sandbox_problem = docker_netns.sandbox_files(netns_dir, network['Id'])
+                       '%s is %s; only running containers can be cut off.' % (name, state['status'] or 'not running'),
+                       evidence)
+    evidence['restart_policy'] = state['policy'] or 'no'
+    state.update(mac=mac, ping_to=ping_to)
+    return _interface_instance(node, network, name, evidence, state)
+
+
+def _sandbox_signs(node, network, key, evidence):
+    """({'sandbox_gone': words} or {}, why the network's sandbox could not be looked for or None)."""
+    netns_dir, confirmed, where = docker_netns.sandbox_dir(key, node.assumed)
+    sandbox, problem = docker_netns.sandbox_files(netns_dir, network['Id'])
     evidence.update(sandbox=sandbox or None, netns_dir=netns_dir, netns_dir_from=where, netns_dir_confirmed=confirmed)
-    links, problem = docker_netns.read_links(ctx, pid)
+    if problem:
+        unsure = '%s (%s)' % (problem, where)
+    elif sandbox:
+        return {}, None
+    elif confirmed:
+        return {'sandbox_gone': "the network's sandbox is gone"}, None
+    else:
+        # Only the daemon's own key says where sandboxes are; a miss where one was assumed proves nothing.
+        unsure = 'none in %s, and %s' % (netns_dir, where)
+    evidence['sandbox_unknown'] = unsure
+    return {}, unsure
+
+
+def _interface_instance(node, network, name, evidence, state):
+    """A running container judged by its network's sandbox, its interface's carrier and, probed, a ping."""
+    cut, unsure = _sandbox_signs(node, network, state['key'], evidence)
+    links, problem = docker_netns.read_links(node.ctx, state['pid'])
     if links is None:
-        if os.path.exists(os.path.join(ctx.proc_root, str(pid))):
+        if os.path.exists(os.path.join(node.ctx.proc_root, str(state['pid']))):
             return _judged(name, 'unknown', 'interfaces_unreadable',
                            '%s: its interfaces cannot be read (%s).' % (name, problem), evidence)
         return _judged(name, 'ok', 'exited', '%s exited while it was read (%s).' % (name, problem), evidence)
-    link = links.get(mac.lower())
+    link = links.get(state['mac'].lower())
     if link:
         evidence.update(interface=link[0], flags=link[1], link_state=link[2])
-    carrier = bool(link) and 'NO-CARRIER' not in link[1] and 'LOWER_UP' in link[1]
-    evidence['carrier'] = carrier
-    if probe and peers_ip:
-        evidence['ping'] = {'to': peers_ip}
-        evidence['ping']['ok'], evidence['ping']['last_line'] = docker_netns.ping(ctx, pid, peers_ip)
-    cut, unsure = {}, None
-    if sandbox_problem:
-        unsure = "%s (%s)" % (sandbox_problem, where)
-    elif not sandbox and confirmed:
-        cut['sandbox_gone'] = "the network's sandbox is gone"
-    elif not sandbox:
-        # Only the daemon's own key says where sandboxes are; a miss where one was assumed proves nothing.
-        unsure = 'none in %s, and %s' % (netns_dir, where)
-    if unsure:
-        evidence['sandbox_unknown'] = unsure
+    evidence['carrier'] = carrier = bool(link) and 'NO-CARRIER' not in link[1] and 'LOWER_UP' in link[1]
+    peer = state['ping_to']
+    if peer:
+        evidence['ping'] = {'to': peer}
+        evidence['ping']['ok'], evidence['ping']['last_line'] = docker_netns.ping(node.ctx, state['pid'], peer)
     if not link:
-        cut['no_interface'] = 'no interface with its MAC %s' % mac
+        cut['no_interface'] = 'no interface with its MAC %s' % state['mac']
     elif not carrier:
         cut['no_carrier'] = '%s has no carrier (%s)' % (link[0], ','.join(link[1]))
-    if evidence.get('ping') and not evidence['ping']['ok']:
-        cut['no_ping_answer'] = 'a ping to %s got no answer' % peers_ip
+    if peer and not evidence['ping']['ok']:
+        cut['no_ping_answer'] = 'a ping to %s got no answer' % peer
     if cut:
         signs = [sign for sign in codes.CUT_OFF_SIGNS if sign in cut]
         evidence['causes'] = signs
         return _judged(name, 'affected', signs[0], '%s is running but cut off: %s.' % (name, '; '.join(cut[s] for s in signs)),
                        evidence)
     summary = '%s has its overlay interface %s with a carrier' % (name, link[0])
-    if evidence.get('ping'):
-        summary += ' and answered a ping to %s' % peers_ip
+    if peer:
+        summary += ' and answered a ping to %s' % peer
     if unsure:
         return _judged(name, 'unknown', codes.SANDBOX_UNSEEN,
                        "%s, but its network's sandbox could not be looked for: %s." % (summary, unsure), evidence)
     return _judged(name, 'ok', 'overlay_up', summary + '.', evidence)
 
 
-def _network_instances(ctx, api, network, assumed, failed, engine, budget):
-    path = api.object_path('networks', network['Id'])
+def _network_instances(node, network):
+    path = node.api.object_path('networks', network['Id'])
     try:
-        detail = api.get_object(path)
+        detail = node.api.get_object(path)
         containers = docker_api.typed(detail, 'Containers', 'object', 'GET ' + path) or {}
     except docker_api.DockerProblem as exc:
         if exc.finding_status == 'unknown':
@@ -270,16 +323,13 @@ def _network_instances(ctx, api, network, assumed, failed, engine, budget):
     for cid, entry in sorted(local.items(), key=lambda item: (_entry_name(item[1], item[0]), item[0])):
         peer = _address(lb[0]) if lb else None
         peer = peer or next((_address(e) for c, e in local.items() if c != cid and _address(e)), None)
-        probe = 'overlay_ping' in ctx.probes and budget[0] > 0
-        if probe:
-            budget[0] -= 1
-        found.append(_container_instance(ctx, api, network, cid, entry, assumed, peer, probe))
+        found.append(_container_instance(node, network, cid, entry, peer if node.take_probe() else None))
     confirmed = [i['evidence']['netns_dir'] for i in found if i['evidence'].get('netns_dir_confirmed')]
-    netns_dir = confirmed[0] if confirmed else assumed['netns_dir']
+    netns_dir = confirmed[0] if confirmed else node.assumed['netns_dir']
     sandbox, sandbox_problem = docker_netns.sandbox_files(netns_dir, network['Id'])
-    failures = failed.get(network['Id'], [])
+    failures = node.failed.get(network['Id'], [])
     if failures:
-        found.append(_failed_starts(network, failures, engine))
+        found.append(_failed_starts(network, failures, node.engine))
     summary = {'network': network['Name'], 'id': network['Id'], 'local_containers': len(local),
                'netns_dir': netns_dir, 'netns_dir_confirmed': bool(confirmed),
                'sandbox': sandbox, 'failed_network_setup_tasks': len(failures)}
@@ -409,9 +459,9 @@ def judge(ctx):
                                      {'kind': codes.FAILED_STARTS, 'unreadable_tasks': len(problems),
                                       'problems': problems[:10]}))
     evidence['peer_entry_warnings'], evidence['peer_entry_warnings_from'] = _peer_warnings(ctx, settings['journal_unit'])
-    budget = [settings['probe_max_containers']]
+    node = _Node(ctx, api, assumed, engine, failed, settings['probe_max_containers'])
     for network in sorted(networks, key=lambda n: (n['Name'], n['Id'])):
-        found, summary = _network_instances(ctx, api, network, assumed, failed, engine, budget)
+        found, summary = _network_instances(node, network)
         instances.extend(found)
         per_network.append(summary)
     evidence['networks'] = per_network

@@ -29,7 +29,8 @@ for _level in range(6):
 MODULE = os.path.join(COLLECTIONS, 'ansible_collections', 'homelab', 'postmortem', 'plugins', 'modules',
                       'docker_overlay_recover_plan.py')
 NET_ID = 'ak7of1jriprxzfppltmyzgkiw'
-CID, MAC = 'c' * 64, '02:42:0a:00:01:02'
+CID = 'c' * 64
+MAC = '02:42:0a:00:01:02'
 NO_CARRIER = ('24: eth0@if25: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1450 qdisc noqueue state DOWN mode DEFAULT group '
               'default \\    link/ether %s brd ff:ff:ff:ff:ff:ff link-netnsid 0\n' % MAC)
 
