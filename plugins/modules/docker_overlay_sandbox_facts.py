@@ -112,6 +112,13 @@ ansible_facts:
               address, MAC, interface, flags, carrier, link state, restart policy, sandbox, netns directory and
               where it came from, ping) plus one per network with failed starts (count, first 10 tasks with service,
               state, error with both of its ends kept, time).'
+            - Every instance also carries codes in its evidence, C(kind) and C(cause) (and C(causes), C(services),
+              C(network_id) where a fix needs them), for whatever acts on the finding. An instance's C(name) and
+              C(summary) are words for people and may be reworded; the codes are not. They are one table, C(module_utils/docker/overlay_evidence.py),
+              and the hostile-input tests check every instance against it (docs/docker_overlay_sandbox.md, "Evidence",
+              lists each).
+            - A finding without instances that is C(error) or C(unknown) is the node itself not judged (the daemon
+              did not answer in time, a reply of the wrong shape, root needed).
           returned: always
           type: dict
           sample:
