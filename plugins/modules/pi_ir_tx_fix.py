@@ -13,16 +13,26 @@ module: pi_ir_tx_fix
 short_description: Replace dtoverlay=pwm-ir-tx with gpio-ir-tx on the same pin in config.txt
 version_added: 0.1.0
 description:
-  - Rewrites every C(dtoverlay=pwm-ir-tx[,params]) line of C(/boot/firmware/config.txt) (else
-    C(/boot/config.txt)) and its C(include) files that applies to this board as
-    C(dtoverlay=gpio-ir-tx,gpio_pin=N), where N is the pin the old line used (C(gpiopin), default 18).
-  - The line stays in its file and conditional section. C(invert) is carried over; parameters
-    gpio-ir-tx does not have (C(func)) are dropped and listed in C(replacements) and a warning.
-    C(dtparam=) lines that belonged to the old overlay are folded into the new line and commented out.
+  - Rewrites every C(dtoverlay=pwm-ir-tx[,params]) line that applies to this board as
+    C(dtoverlay=gpio-ir-tx,gpio_pin=N), N being the line's C(gpio_pin) (both overlays default to 18).
+    C(config.txt) (C(/boot/firmware/config.txt), else C(/boot/config.txt)) is read as the firmware
+    reads it, the lines the C(pi_ir_tx) detection judges, each edited in its own file, C(include)
+    files too - an C(include) is its file's text inserted in place, filters evaluated in order - and
+    overlay and include names without case (the FAT boot partition has none).
+  - Every parameter keeps its meaning. C(gpio_pin) means the same pin for both overlays and stays
+    where it is written, C(dtparam=gpio_pin=...) lines after the overlay included. C(func), the
+    pin's PWM function, has no meaning for gpio-ir-tx and is dropped from the line and from the
+    C(dtparam=) lines in its scope (a line left empty is commented out); dropped parameters are
+    listed in C(replacements) and a warning. Other parameters go to the base device tree before and
+    after, and stay.
+  - The task fails and changes no file, naming the line and the reason, where a change would alter
+    what a line means or the pin is not known - C(invert) (gpio-ir-tx's, not pwm-ir-tx's: it would
+    start inverting), a misspelt parameter (C(gpiopin), C(GPIO_PIN): never the pin for the firmware),
+    a C(#) after the overlay name, a C(dtparam=func) line that also belongs to another overlay or the
+    base device tree, a C(gpio_pin) that is not a number - and for a config that is not text, an
+    unreadable include or an include loop.
   - Only the changed lines change; line endings, a missing final newline, comments and every
     other line are kept byte for byte. Each file is backed up first and written atomically.
-  - A C(gpiopin) that is not a number, a config that is not text, an unreadable include or an
-    include loop fails the task and changes no file.
   - Nothing takes effect until the next boot; see the C(homelab.postmortem.pi_ir_tx) role for
     reboot handling.
   - "With O(trial) on a Raspberry Pi 4 or 5 whose bootloader reports tryboot support, the change is
@@ -109,14 +119,17 @@ replacements:
   type: list
   elements: dict
   sample:
-    - file: /boot/firmware/config.txt
-      line: 47
-      section: "[all]"
-      before: dtoverlay=pwm-ir-tx,gpiopin=17,func=2
+    - file: /boot/firmware/ir.txt
+      line: 2
+      included_from: [/boot/firmware/config.txt:51]
+      section: "[pi4]"
+      filters: ["[pi4] at /boot/firmware/config.txt:50"]
+      before: dtoverlay=pwm-ir-tx,gpio_pin=17,func=2
       after: dtoverlay=gpio-ir-tx,gpio_pin=17
       pin: "17"
+      pin_set_at: [/boot/firmware/ir.txt:2]
       dropped_params: [func=2]
-      folded_dtparam_lines: []
+      dtparam_lines: []
 files:
   description: Files that were (or in check mode would be) changed.
   returned: always
@@ -274,7 +287,7 @@ def main():
     for replacement in replacements:
         if replacement.dropped:
             module.warn('%s: dropped %s: gpio-ir-tx has no such parameter'
-                        % (replacement.overlay.line.location(), ', '.join(replacement.dropped)))
+                        % (replacement.overlay.line.where(), ', '.join(replacement.dropped)))
     if params['trial'] != 'never' and not live:
         reason = 'an image is never booted here: %s is written directly' % config_rel
     use_trial = bool(changes) and live and params['trial'] != 'never' and supported

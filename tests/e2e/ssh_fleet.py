@@ -28,7 +28,7 @@ NETWORK = 'pm-ssh-fleet'
 SIZE = 12
 ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(BUILD, 'containers.conf'))
 # The Pis' config.txt as the fleet starts: the transmitter on pwm-ir-tx.
-PI_CONFIG = '[all]\ndtoverlay=pwm-ir-tx,gpiopin=17\n'
+PI_CONFIG = '[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n'
 WRITE_PI_CONFIG = 'mkdir -p /boot/firmware && printf %%s %s > /boot/firmware/config.txt' % shlex.quote(PI_CONFIG)
 # A stand-in process with llama-server's name and command line (the detections read /proc).
 STANDIN = "(exec -a llama-server python3 -c 'import time; time.sleep(10**9)' %s &)"

@@ -86,14 +86,14 @@ def test_remediate_checks_everything_before_it_acts(tmp_path, extra, args, messa
     (image / 'boot' / 'firmware').mkdir(parents=True)
     (image / 'lib' / 'modules' / '6.18.3+rpt-rpi-v8').mkdir(parents=True)
     config = image / 'boot' / 'firmware' / 'config.txt'
-    config.write_text('dtoverlay=pwm-ir-tx,gpiopin=17\n')
+    config.write_text('dtoverlay=pwm-ir-tx,gpio_pin=17\n')
     inventory = {'all': {'hosts': {'img': local_host(postmortem_root=str(image))}}}
     run = run_audit(tmp_path, inventory, extra, args=args, playbook='homelab.postmortem.remediate')
     assert run.proc.returncode != 0
     assert message in run.output, run.output
     assert 'The remediation was not started' in run.output
     assert 'Run the detections (before)' not in run.output and 'changed=1' not in run.output
-    assert config.read_text() == 'dtoverlay=pwm-ir-tx,gpiopin=17\n'
+    assert config.read_text() == 'dtoverlay=pwm-ir-tx,gpio_pin=17\n'
 
 
 @pytest.mark.parametrize('make,reason', [

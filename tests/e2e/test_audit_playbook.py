@@ -68,7 +68,7 @@ def sd_image(tmp_path, config):
 
 def test_image_audit_through_root(tmp_path):
     """An unflashed card's file tree: the Pi itself cannot run here, its files can."""
-    image = sd_image(tmp_path, '[all]\ndtoverlay=vc4-kms-v3d\n[pi4]\ndtoverlay=pwm-ir-tx,gpiopin=17\n[all]\n')
+    image = sd_image(tmp_path, '[all]\ndtoverlay=vc4-kms-v3d\n[pi4]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n[all]\n')
     run = run_audit(tmp_path, {'all': {'hosts': {'localhost': local_host()}}},
                     {'postmortem_root': image, 'postmortem_checks': ['pi_ir_tx'], 'postmortem_fail_on': 'at_risk'})
     assert run.proc.returncode != 0  # at_risk reached the threshold

@@ -18,8 +18,8 @@ import pytest
 
 from helpers import VENV_BIN, ansible_env, run_module
 
-CONFIG = b'[pi4]\r\ndtoverlay=pwm-ir-tx,gpiopin=17,func=2\r\n[all]\r\ndtoverlay=gpio-ir,gpio_pin=23\r\n'
-FIXED = CONFIG.replace(b'pwm-ir-tx,gpiopin=17,func=2', b'gpio-ir-tx,gpio_pin=17')
+CONFIG = b'[pi4]\r\ndtoverlay=pwm-ir-tx,gpio_pin=17,func=2\r\n[all]\r\ndtoverlay=gpio-ir,gpio_pin=23\r\n'
+FIXED = CONFIG.replace(b'pwm-ir-tx,gpio_pin=17,func=2', b'gpio-ir-tx,gpio_pin=17')
 
 pytestmark = pytest.mark.needs_root('fusefat mounts through /dev/fuse, which is root only here')
 
@@ -132,3 +132,34 @@ def test_role_on_fat_check_converge_idempotence(fat_image, tmp_path):
     again = _role_play(tmp_path, root, check=False)
     assert again.returncode == 0, again.stdout + again.stderr
     assert recap(again.stdout)['changed'] == '0'
+
+
+def test_names_without_case_on_fat_include_inserted_detection_and_fix(fat_image, tmp_path):
+    """A card whose config.txt writes the overlay and the include in other cases, and opens the include
+    under a [none] that the include's [all] ends. On FAT, names have no case: the filesystem itself opens
+    overlays/pwm-ir-tx.dtbo and ir.txt by the names config.txt writes (the firmware's loader looks for
+    overlays/<name>.dtbo "in the firmware partition", Raspberry Pi documentation,
+    configuration/device-tree.adoc part 3.1). include "Causes the content of the specified file to be
+    inserted into the current file" (config_txt/what_is_config_txt.adoc), so the [all] in ir.txt ends
+    the [none] (conditional.adoc: "[all] ... resets all previously set filters")."""
+    root, boot = fat_image
+    (boot / 'overlays').mkdir()
+    (boot / 'overlays' / 'pwm-ir-tx.dtbo').write_bytes(b'\xd0\x0d\xfe\xed')
+    (boot / 'config.txt').unlink()   # fusefat does not truncate a file opened with O_TRUNC: write a new one
+    (boot / 'config.txt').write_bytes(b'dtparam=audio=on\r\n[none]\r\ninclude IR.TXT\r\n')
+    (boot / 'ir.txt').write_bytes(b'[all]\r\nDTOVERLAY=PWM-IR-TX,gpio_pin=17,func=2\r\n')
+    assert (boot / 'OVERLAYS' / 'PWM-IR-TX.dtbo').read_bytes() == b'\xd0\x0d\xfe\xed'
+    assert (boot / 'IR.TXT').read_bytes().startswith(b'[all]')
+
+    facts = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_facts', {'root': root})
+    assert facts.returncode == 0, facts.stdout + facts.stderr
+    finding = json.loads(facts.stdout.split('=>', 1)[1])['ansible_facts']['postmortem']['pi_ir_tx']
+    assert finding['status'] == 'at_risk', finding
+    line = finding['evidence']['instances'][0]['evidence']
+    assert line['name_as_written'] == 'PWM-IR-TX' and line['pin'] == '17'
+    assert line['included_from'] == ['%s/config.txt:3' % boot]
+
+    write = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_fix', {'root': root})
+    assert write.returncode == 0 and 'CHANGED' in write.stdout, write.stdout + write.stderr
+    assert (boot / 'ir.txt').read_bytes() == b'[all]\r\ndtoverlay=gpio-ir-tx,gpio_pin=17\r\n'
+    assert (boot / 'config.txt').read_bytes() == b'dtparam=audio=on\r\n[none]\r\ninclude IR.TXT\r\n'

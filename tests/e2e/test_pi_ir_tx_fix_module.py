@@ -5,7 +5,7 @@ import hashlib
 
 from helpers import run_module
 
-CONFIG = b'[pi4]\r\ndtoverlay=pwm-ir-tx,gpiopin=17,func=2\r\n[all]\r\ndtoverlay=gpio-ir,gpio_pin=23\r\n'
+CONFIG = b'[pi4]\r\ndtoverlay=pwm-ir-tx,gpio_pin=17,func=2\r\n[all]\r\ndtoverlay=gpio-ir,gpio_pin=23\r\n'
 
 
 def image(tmp_path, config=CONFIG):
@@ -25,14 +25,14 @@ def test_check_diff_write_and_idempotence(tmp_path):
 
     check = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_fix', {'root': root}, check=True, diff=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    assert '-dtoverlay=pwm-ir-tx,gpiopin=17,func=2' in check.stdout
+    assert '-dtoverlay=pwm-ir-tx,gpio_pin=17,func=2' in check.stdout
     assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in check.stdout
     assert 'dropped func=2' in check.stderr + check.stdout
     assert digest(boot) == before  # check mode wrote nothing, made no backup
 
     write = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_fix', {'root': root})
     assert write.returncode == 0 and 'CHANGED' in write.stdout, write.stdout + write.stderr
-    assert (boot / 'config.txt').read_bytes() == CONFIG.replace(b'pwm-ir-tx,gpiopin=17,func=2', b'gpio-ir-tx,gpio_pin=17')
+    assert (boot / 'config.txt').read_bytes() == CONFIG.replace(b'pwm-ir-tx,gpio_pin=17,func=2', b'gpio-ir-tx,gpio_pin=17')
     backups = [p for p in boot.iterdir() if p.name.endswith('.bak')]
     assert len(backups) == 1 and backups[0].read_bytes() == CONFIG
 
@@ -41,9 +41,9 @@ def test_check_diff_write_and_idempotence(tmp_path):
 
 
 def test_bad_pin_fails_and_touches_nothing(tmp_path):
-    root, boot = image(tmp_path, b'dtoverlay=pwm-ir-tx,gpiopin=GPIO17\n')
+    root, boot = image(tmp_path, b'dtoverlay=pwm-ir-tx,gpio_pin=GPIO17\n')
     before = digest(boot)
     result = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_fix', {'root': root})
     assert result.returncode != 0
-    assert "gpiopin='GPIO17' is not a pin number; no file was changed" in result.stdout
+    assert "gpio_pin='GPIO17' is not a pin number; no file was changed" in result.stdout
     assert digest(boot) == before

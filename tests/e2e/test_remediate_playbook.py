@@ -11,7 +11,7 @@ from helpers import local_host, run_audit
 def image(tmp_path):
     root = tmp_path / 'sdcard'
     (root / 'boot' / 'firmware').mkdir(parents=True)
-    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpiopin=17\n')
+    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n')
     (root / 'lib' / 'modules' / '6.18.34+rpt-rpi-v8').mkdir(parents=True)
     return root
 

@@ -24,7 +24,7 @@ def tool(name):
     return path
 
 
-def image(tmp_path, overlay='pwm-ir-tx,gpiopin=17'):
+def image(tmp_path, overlay='pwm-ir-tx,gpio_pin=17'):
     root = tmp_path / 'card'
     (root / 'boot' / 'firmware').mkdir(parents=True, exist_ok=True)
     (root / 'lib' / 'modules' / '6.18.3+rpt-rpi-v8').mkdir(parents=True, exist_ok=True)

@@ -33,8 +33,9 @@ REMEDIATION = make_remediation(
     role='homelab.postmortem.pi_ir_tx',
     role_vars={'pi_ir_tx_reboot': True},
     manual=[
-        'In the config.txt section that loads it, replace dtoverlay=pwm-ir-tx[,gpiopin=N] '
-        'with dtoverlay=gpio-ir-tx,gpio_pin=N (same pin; pwm-ir-tx defaults to 18).',
+        'Where config.txt loads it (the file and line the finding names; include files too), replace '
+        'dtoverlay=pwm-ir-tx[,gpio_pin=N][,func=F] with dtoverlay=gpio-ir-tx,gpio_pin=N (same pin; both default '
+        'to 18) and remove func from dtparam= lines after it.',
         'Reboot, then check that the transmitter is registered by gpio-ir-tx (/sys/class/rc/rc*/uevent).',
     ],
     disruption='reboot',
@@ -53,11 +54,22 @@ SETTINGS = {
 
 PWM_OVERLAY = 'pwm-ir-tx'
 GPIO_OVERLAY = 'gpio-ir-tx'
+# The overlays' parameters, their __overrides__ (raspberrypi/linux arch/arm/boot/dts/overlays/
+# pwm-ir-tx-overlay.dts and gpio-ir-tx-overlay.dts); both default to pin 18 (brcm,pins = <18>).
+PWM_PARAMS = ('gpio_pin', 'func')
+GPIO_PARAMS = ('gpio_pin', 'invert')
 PWM_DEFAULT_PIN = '18'
+PWM_PIN_DEFAULT_SOURCE = "pwm-ir-tx's default (pwm-ir-tx-overlay.dts: brcm,pins = <18>)"
+GPIO_PIN_DEFAULT_SOURCE = "gpio-ir-tx's default (gpio-ir-tx-overlay.dts: brcm,pins = <18>)"
 CONFIG_CANDIDATES = ('/boot/firmware/config.txt', '/boot/config.txt')
 MODULE_DIRS = ('/lib/modules', '/usr/lib/modules')
 
 _SELF = sys.modules[__name__]
+
+
+def is_gpio_number(pin):
+    text = pin if isinstance(pin, str) else ''
+    return 0 < len(text) <= 3 and all(c in '0123456789' for c in text)
 
 
 def parse_range(settings):

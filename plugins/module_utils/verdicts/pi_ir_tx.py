@@ -19,7 +19,8 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
     instance, make_finding, make_remediation)
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx as DETECTION
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections.pi_ir_tx import (
-    GPIO_OVERLAY, MODULE_DIRS, PWM_DEFAULT_PIN, PWM_OVERLAY, REMEDIATION)
+    GPIO_OVERLAY, GPIO_PARAMS, GPIO_PIN_DEFAULT_SOURCE, MODULE_DIRS, PWM_DEFAULT_PIN, PWM_OVERLAY, PWM_PARAMS,
+    PWM_PIN_DEFAULT_SOURCE, REMEDIATION)
 
 
 def _describe_range(settings):
@@ -65,29 +66,50 @@ def _apply_probe(ctx, item):
 
 
 def _overlay_evidence(overlay, board):
+    """Where the line is in the stream the firmware reads, what is in force there, and the pin it sets."""
     line = overlay.line
     evidence = {
         'file': line.path,
         'line': line.lineno,
         'text': line.text.strip(),
         'section': line.section(),
+        'filters': line.conditions.origins(),
         'applies': line.applies(board),
-        'params': dict((k, v) for k, v in overlay.params),
+        'params': dict((p.key, p.value) for p in overlay.params),
     }
+    if line.included_from:
+        evidence['included_from'] = list(line.included_from)
+    if overlay.written != overlay.name:
+        evidence['name_as_written'] = overlay.written
     if overlay.param_lines:
         evidence['dtparam_lines'] = ['%s: %s' % (p.location(), p.text.strip()) for p in overlay.param_lines]
     if board is None:
         evidence['boards'] = line.boards()
     if overlay.name == PWM_OVERLAY:
-        evidence['pin'] = overlay.param('gpiopin', PWM_DEFAULT_PIN)
-    elif overlay.name == GPIO_OVERLAY:
-        evidence['pin'] = overlay.param('gpio_pin')
+        evidence['pin'], evidence['pin_set_at'] = overlay.setting('gpio_pin', PWM_DEFAULT_PIN, PWM_PIN_DEFAULT_SOURCE)
+        misspelt = overlay.near_misses(PWM_PARAMS)
+    else:
+        evidence['pin'], evidence['pin_set_at'] = overlay.setting('gpio_pin', PWM_DEFAULT_PIN, GPIO_PIN_DEFAULT_SOURCE)
+        misspelt = overlay.near_misses(GPIO_PARAMS)
+    if misspelt:
+        evidence['not_overlay_params'] = ['%s at %s (not %s: the firmware compares parameter names exactly)'
+                                          % (p.text(), p.line.location(), meant) for p, meant in misspelt]
     return evidence
 
 
-def _is_gpio_number(pin):
-    text = pin if isinstance(pin, str) else ''
-    return 0 < len(text) <= 3 and all(c in '0123456789' for c in text)
+def _describe_place(overlay, evidence):
+    """What the summary adds about how the firmware comes to load this line, when it is not plain."""
+    notes = []
+    if 'name_as_written' in evidence:
+        notes.append('written %s: the firmware loads overlays/%s.dtbo from the FAT boot partition, where names '
+                     'have no case' % (overlay.written, overlay.name))
+    if overlay.line.included_from:
+        notes.append('inserted by include at %s' % ' -> '.join(overlay.line.included_from))
+    if evidence.get('not_overlay_params'):
+        notes.append('%s is not a parameter of %s, so the pin is %s (%s)'
+                     % (', '.join(p.split(' at ')[0] for p in evidence['not_overlay_params']), overlay.name,
+                        evidence['pin'], evidence['pin_set_at']))
+    return ' (%s)' % '; '.join(notes) if notes else ''
 
 
 class _Kernels(object):
@@ -140,10 +162,9 @@ def _overlay_instance(overlay, board, kernels, pwm_running):
         return None
     name = 'dtoverlay=%s at %s' % (overlay.name, overlay.line.location())
     pin = line_evidence['pin']
-    if not _is_gpio_number(pin):
-        key = 'gpiopin' if overlay.name == PWM_OVERLAY else 'gpio_pin'
-        return instance(name, 'error', '%s: %s=%r is not a GPIO number; the overlay cannot load as written.'
-                        % (name, key, pin), line_evidence)
+    if not DETECTION.is_gpio_number(pin):
+        return instance(name, 'error', '%s: gpio_pin=%r (set at %s) is not a GPIO number; the overlay cannot load '
+                        'as written.' % (name, pin, line_evidence['pin_set_at']), line_evidence)
     if board:
         where = 'on this board'
     elif applies == 'maybe':
@@ -166,7 +187,7 @@ def _overlay_instance(overlay, board, kernels, pwm_running):
                                  % (pin, kernels.next_boot, kernels.range_text))
     if applies == 'maybe' and status in ('affected', 'at_risk') and board is not None:
         summary += ' (only when %s holds)' % line_evidence['section']
-    return instance(name, status, summary, line_evidence)
+    return instance(name, status, summary + _describe_place(overlay, line_evidence), line_evidence)
 
 
 def _summary(instances, kernels, pwm_tx, overlays):
@@ -216,7 +237,7 @@ def judge(ctx, settings, config_rel, model, transmitters, tx_problems):
     overlays = []
     if config_rel:
         config = rpi_config.parse(config_rel, ctx.root)
-        overlays = [o for o in config.overlays() if o.name in (PWM_OVERLAY, GPIO_OVERLAY)]
+        overlays = [o for o in config.overlays(board) if o.name in (PWM_OVERLAY, GPIO_OVERLAY)]
         evidence['files_read'] = config.files
         if config.notes:
             evidence['notes'] = config.notes

@@ -76,7 +76,7 @@ def test_an_absolute_symlink_config_reads_the_images_file(tmp_path):
 def test_an_absolute_include_is_an_image_path(tmp_path):
     root = image(tmp_path)
     put(root / 'boot' / 'firmware' / 'config.txt', 'include /etc/extra.txt\n')
-    put(root / 'etc' / 'extra.txt', 'dtoverlay=pwm-ir-tx,gpiopin=17\n')
+    put(root / 'etc' / 'extra.txt', 'dtoverlay=pwm-ir-tx,gpio_pin=17\n')
     finding = audit(root)
     assert finding['status'] == 'at_risk'
     assert files_read(finding)[1] == str(root / 'etc' / 'extra.txt')
@@ -129,8 +129,8 @@ def test_a_host_that_is_no_pi_carries_no_kernel_verdict(tmp_path):
     assert 'running_kernel_affected' not in finding['evidence']
 
 
-@pytest.mark.parametrize('line,value', [('dtoverlay=pwm-ir-tx,gpiopin=abc', "'abc'"),
-                                        ('dtoverlay=pwm-ir-tx,gpiopin=', "''"),
+@pytest.mark.parametrize('line,value', [('dtoverlay=pwm-ir-tx,gpio_pin=abc', "'abc'"),
+                                        ('dtoverlay=pwm-ir-tx,gpio_pin=', "''"),
                                         ('dtoverlay=gpio-ir-tx,gpio_pin=١٧', "'١٧'")])
 def test_a_pin_that_is_not_a_number_is_named(tmp_path, line, value):
     root = image(tmp_path)

@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi.config import BOARD_FILTERS as BOARDS
 
 PI4 = 'Raspberry Pi 4 Model B Rev 1.4\x00'
 K618 = '6.18.34+rpt-rpi-v8'
@@ -62,7 +63,7 @@ def test_affected_when_pwm_transmitter_runs_on_618(tmp_path):
 
 
 def test_at_risk_when_the_next_boot_kernel_is_affected(tmp_path):
-    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx,gpiopin=17\n', [K612, K618], K612, transmitters=['pwm-ir-tx']))
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx,gpio_pin=17\n', [K612, K618], K612, transmitters=['pwm-ir-tx']))
     assert result['status'] == 'at_risk'
     assert result['evidence']['next_boot_kernel'] == K618
     assert all(i['status'] == 'at_risk' for i in result['evidence']['instances'])
@@ -155,6 +156,73 @@ def test_config_fixed_but_not_rebooted_is_still_affected_and_says_reboot(tmp_pat
     result = run(host(tmp_path, 'dtoverlay=gpio-ir-tx,gpio_pin=18\n', [K618], K618, transmitters=['pwm-ir-tx']))
     assert result['status'] == 'affected'
     assert 'reboot to switch to gpio-ir-tx' in result['summary']
+
+
+# Card images: what the firmware reads from the boot partition (config_txt/what_is_config_txt.adoc,
+# "include": "Causes the content of the specified file to be inserted into the current file";
+# conditional.adoc: "[all] ... resets all previously set filters", "[none] prevents any settings that
+# follow from being applied to any hardware"; configuration/device-tree.adoc part 3.1: the loader looks for
+# overlays/<name>.dtbo "in the firmware partition", a FAT partition, whose names have no case).
+
+
+def card(tmp_path, files, kernels=(K618,)):
+    """An SD card's root: the boot partition's files under boot/firmware, kernels under lib/modules."""
+    root = tmp_path / 'card'
+    for name, text in files.items():
+        put(str(root / 'boot' / 'firmware' / name), text)
+    for kernel in kernels:
+        os.makedirs(str(root / 'lib' / 'modules' / kernel), exist_ok=True)
+    return AuditContext(root=str(root), live=False, proc_root=str(tmp_path / 'proc'), sys_root=str(tmp_path / 'sys'))
+
+
+def test_an_all_in_an_include_ends_the_none_open_at_it(tmp_path):
+    """Was not_applicable (the include's lines carried the include line's [none]): a false ok."""
+    ctx = card(tmp_path, {'config.txt': 'dtoverlay=vc4-kms-v3d\n[none]\ninclude ir.txt\n',
+                          'ir.txt': '# the IR blaster\n[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n'})
+    result = run(ctx)
+    assert result['status'] == 'at_risk'
+    line = result['evidence']['instances'][0]
+    config = result['evidence']['config']
+    assert line['name'] == 'dtoverlay=pwm-ir-tx at %s:3' % config.replace('config.txt', 'ir.txt')
+    assert line['evidence']['included_from'] == ['%s:3' % config]
+    assert line['evidence']['filters'] == [] and line['evidence']['section'] == '[all]'
+    assert line['evidence']['pin'] == '17' and line['evidence']['boards'] == sorted(BOARDS)
+    assert 'inserted by include at %s:3' % config in line['summary']
+    # Without the [all], the [none] open at the include covers its lines: nothing loads.
+    ctx = card(tmp_path, {'ir.txt': 'dtoverlay=pwm-ir-tx,gpio_pin=17\n'})
+    assert run(ctx)['status'] == 'not_applicable'
+
+
+def test_an_overlay_name_in_another_case_is_the_same_overlay(tmp_path):
+    """Was not_applicable for dtoverlay=PWM-IR-TX: a false ok."""
+    ctx = card(tmp_path, {'config.txt': 'include IR.txt\n', 'ir.txt': 'DTOVERLAY=PWM-IR-TX\n'})
+    result = run(ctx)
+    assert result['status'] == 'at_risk'
+    line = result['evidence']['instances'][0]
+    assert line['evidence']['name_as_written'] == 'PWM-IR-TX'
+    assert 'the firmware loads overlays/pwm-ir-tx.dtbo from the FAT boot partition' in line['summary']
+    assert any('FAT matches names without case' in n for n in result['evidence']['notes'])
+
+
+def test_the_pin_is_gpio_pin_the_overlays_own_parameter(tmp_path):
+    """pwm-ir-tx-overlay.dts: __overrides__ { gpio_pin = ...; func = ...; }, brcm,pins = <18>."""
+    result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx,gpiopin=17\ndtparam=func=2\n', [K618], K618))
+    line = result['evidence']['instances'][0]
+    assert result['status'] == 'at_risk'
+    assert (line['evidence']['pin'], line['evidence']['pin_set_at']) == ('18', pi_ir_tx.PWM_PIN_DEFAULT_SOURCE)
+    assert line['evidence']['not_overlay_params'] == [
+        'gpiopin=17 at %s:1 (not gpio_pin: the firmware compares parameter names exactly)' % result['evidence']['config']]
+    assert 'gpiopin=17 is not a parameter of pwm-ir-tx, so the pin is 18' in line['summary']
+    result = run(host(tmp_path, '[pi4]\ndtoverlay=pwm-ir-tx\n[all]\ndtparam=gpio_pin=27\n', [K618], K618))
+    line = result['evidence']['instances'][0]
+    assert (line['evidence']['pin'], line['evidence']['pin_set_at']) == ('27', '%s:4' % result['evidence']['config'])
+    assert line['evidence']['filters'] == ['[pi4] at %s:1' % result['evidence']['config']]
+
+
+def test_gpio_ir_tx_without_a_pin_is_on_its_default_pin(tmp_path):
+    result = run(host(tmp_path, 'dtoverlay=gpio-ir-tx\n', [K618], K618))
+    line = result['evidence']['instances'][0]
+    assert result['status'] == 'ok' and line['evidence']['pin'] == '18'
 
 
 def test_remediation_names_the_role():
