@@ -268,6 +268,21 @@ def test_export_probe_measures_the_rootful_shift(names):
     assert 'probe' not in by_name(finding, plain)['evidence']
 
 
+def test_an_identity_mapping_shifts_nothing_and_is_ok(names):
+    """A mapping of its own that moves no ID (what a rootful --userns=keep-id container gets from podman
+    4.5 on: the host's own 0:0:4294967295; 4.3.1 refuses keep-id for root, so --uidmap 0:0:65536 here):
+    its export writes the owners the container sees, and the detection says so instead of at_risk."""
+    identity = names('pm-export-identity')
+    podman('create', '--name', identity, '--uidmap', '0:0:65536', '--gidmap', '0:0:65536', IMAGE, 'true')
+    assert inspect(identity)['HostConfig']['IDMappings'] == {'UidMap': ['0:0:65536'], 'GidMap': ['0:0:65536']}
+    listing = subprocess.run('podman export %s | tar tvf - etc/passwd' % identity, shell=True, env=PODMAN_ENV,
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+    assert ' root/root ' in listing or ' 0/0 ' in listing, listing
+    instance = by_name(detect('podman_export_idmap'), identity)
+    assert instance['status'] == 'ok', instance['summary']
+    assert instance['evidence']['mapping'] == 'identity'
+
+
 def test_rootful_safe_export_maps_a_uidmap_container_back(names, tmp_path):
     """Rootful, paused commit (podman's default): the archive has 0/0 where podman export has 200000/200000."""
     mapped = names('pm-safe-rootful')

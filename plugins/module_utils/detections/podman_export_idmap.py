@@ -9,7 +9,9 @@ mapping, so a container created with --userns=keep-id, --uidmap or
 files as 1/1 or 200000/200000). Exit code 0, nothing on stderr. ``podman cp
 ctr:/ -`` does the same. ``podman commit`` maps owners back.
 
-Without the probe, containers with a mapping are ``at_risk``. The opt-in
+Without the probe, containers whose mapping moves an ID (or whose mapping inspect does not show) are
+``at_risk``; a mapping that maps every ID to itself (a rootful ``--userns=keep-id`` container gets the host's
+own, 0:0:4294967295) shifts nothing and is ``ok``. The opt-in
 ``export_owners`` probe streams ``podman export`` into a tar reader (nothing
 is written to disk) and reads the owners of files that are root's in every
 image.
@@ -67,13 +69,24 @@ def _container_instance(cli, container, settings, probe_budget):
     if not container.own_mapping:
         return instance(name, 'ok', '%s has no ID mapping of its own; its export keeps the owners.' % name, evidence)
     mapping = ', '.join(container.uid_map) or container.userns_mode
+    shift, why = container.mapping_shift()
+    evidence['mapping'] = shift
+    evidence['mapping_reason'] = why
+    if shift == 'identity':
+        # The export writes the owners as they are on disk, host IDs; with nothing moved they are the container's.
+        return instance(name, 'ok', '%s has its own user namespace, but %s: podman export writes the owners the '
+                        'container sees.' % (name, why), evidence)
     if not probe_budget:
         if probe_budget is None:
             how = 'run the export_owners probe to measure it'
         else:
             how = 'not probed: probe_max_containers reached'
-        return instance(name, 'at_risk', '%s has its own mapping (%s): podman export and podman cp ctr:/ - '
-                        'write shifted owners (%s).' % (name, mapping, how), evidence)
+        if shift == 'unknown':
+            return instance(name, 'at_risk', '%s has its own mapping (%s) and %s, so whether it shifts owners is not '
+                            'known; podman export and podman cp ctr:/ - write shifted owners if it does (%s).'
+                            % (name, mapping, why, how), evidence)
+        return instance(name, 'at_risk', '%s has its own mapping and %s: podman export and podman cp ctr:/ - '
+                        'write shifted owners (%s).' % (name, why, how), evidence)
     probe_budget.pop()
     # Imported here, when a probe runs: probes are opt-in, and every module the audit imports is
     # compiled from the payload on every host, every run.
@@ -115,7 +128,8 @@ def _user_instances(ctx, cli, settings):
     summary = {'user': cli.label, 'podman_version': facts['version'] if facts else None,
                'rootless': facts['rootless'] if facts else None,
                'podman_facts': facts['sources'] if facts else 'not read: no container',
-               'containers': len(containers), 'mapped': sum(1 for c in containers if c.own_mapping)}
+               'containers': len(containers), 'mapped': sum(1 for c in containers if c.own_mapping),
+               'shifting': sum(1 for c in containers if c.own_mapping and c.mapping_shift()[0] != 'identity')}
     return found, summary
 
 
@@ -142,7 +156,8 @@ def detect(ctx):
     if counts.get('affected'):
         summary = '%d container(s) export with shifted owners (measured)' % counts['affected']
     elif counts.get('at_risk'):
-        summary = '%d container(s) have their own ID mapping; their exports and podman cp write shifted owners' % counts['at_risk']
+        summary = ('%d container(s) have an ID mapping that moves IDs (or one inspect does not show); their exports and '
+                   'podman cp write shifted owners' % counts['at_risk'])
     elif counts.get('error') or counts.get('unknown'):
         # Say what went wrong, not that nothing did.
         summary = worst_instance(instances, among=('error', 'unknown'))['summary'].rstrip('.')

@@ -18,6 +18,15 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.errors import C
 # Restart policy names podman accepts; '' and 'no'/'never' mean none.
 RESTARTING_POLICIES = ('always', 'unless-stopped', 'on-failure')
 STOPPED_STATES = ('exited', 'stopped')
+
+# State.StoppedByUser came with v4.7.0-rc1 (containers/podman commit 589867d716, "podman: don't restart after
+# kill"), tagged `json:"StoppedByUser,omitempty"` from the start: podman leaves it out when it is false.
+# libpod/define/container_inspect.go line per release: 231 (v4.7.0-v4.9.5), 280 (v5.0.0-v5.0.3),
+# 306 (v5.1.0-v5.2.5), 321 (v5.3.0-v5.8.2); filled from the container's state (libpod/container_inspect.go
+# l.143 at v4.7.x, l.146 from v4.8.0, l.145 at v5.5.x). Before v4.7.0 there is no such field.
+STOPPED_BY_USER_FROM = (4, 7, 0)
+STOPPED_BY_USER_TAG = ('libpod/define/container_inspect.go: StoppedByUser bool `json:"StoppedByUser,omitempty"`, '
+                       'since v4.7.0')
 # Containers per ``podman container inspect``: far below any argument-list limit.
 INSPECT_BATCH = 200
 FACTS = ('version', 'rootless', 'apparmor_enabled', 'event_logger')
@@ -316,6 +325,30 @@ class Container(object):
         mode = self.userns_mode.split(':', 1)[0]
         return mode in ('keep-id', 'auto', 'nomap')
 
+    def mapping_shift(self):
+        """('identity' | 'shifted' | 'unknown', why) of the container's own mapping.
+
+        Inspect shows each range as "container:host:size" (libpod/container_inspect.go generateIDMappings,
+        fmt.Sprintf("%d:%d:%d", ContainerID, HostID, Size), the same from v4.3 to v5.8). A mapping in which
+        every range has container == host moves no ID: a rootful --userns=keep-id container gets the
+        host's own mapping, 0:0:4294967295 (pkg/util/utils.go GetKeepIDMapping: /proc/self/uid_map from
+        v4.5.0, unshare.GetHostIDMappings from v5.1.0; v4.3-v4.4 refuse keep-id for root)."""
+        if not (self.uid_map and self.gid_map):
+            return 'unknown', ('inspect shows no %s for this %s container'
+                               % (' or '.join(n for n, m in (('UidMap', self.uid_map), ('GidMap', self.gid_map)) if not m),
+                                  self.userns_mode or 'mapped'))
+        moved = []
+        for kind, ranges in (('uid', self.uid_map), ('gid', self.gid_map)):
+            for text in ranges:
+                parts = text.split(':')
+                if len(parts) != 3 or not all(p and len(p) <= 10 and not p.strip('0123456789') for p in parts):
+                    return 'unknown', 'inspect shows the %s range %r, not container:host:size' % (kind, text)
+                if int(parts[0]) != int(parts[1]):
+                    moved.append('%s %s' % (kind, text))
+        if moved:
+            return 'shifted', 'it moves IDs (%s; container:host:size)' % ', '.join(moved)
+        return 'identity', 'every range maps an ID to itself (%s)' % ', '.join(self.uid_map)
+
     @property
     def apparmor_confined(self):
         return self.apparmor_profile not in ('', 'unconfined')
@@ -340,6 +373,28 @@ class Container(object):
             'image': self.image,
             'systemd_unit': self.quadlet_unit,
         }
+
+
+def stopped_by_user(container, podman_version):
+    """(True | False | None, where it came from): State.StoppedByUser read with podman's own omission rule.
+
+    Present: its value. Absent on a podman from v4.7.0 on: false, which is what podman leaves out
+    (STOPPED_BY_USER_TAG). Absent before, or with a version that does not say (a -dev build of the first
+    release, no version): None, and the reason; the caller reads the events instead."""
+    if container.stopped_by_user is not None:
+        return container.stopped_by_user, 'podman inspect State.StoppedByUser'
+    version = hostio.version_tuple(podman_version or '')
+    first = '.'.join(str(p) for p in STOPPED_BY_USER_FROM)
+    if version is None:
+        return None, 'podman inspect has no State.StoppedByUser and the podman version is not known'
+    dev_of_first = version[:3] == STOPPED_BY_USER_FROM and 'dev' in (podman_version or '')
+    if version >= STOPPED_BY_USER_FROM and not dev_of_first:
+        return False, ('podman inspect omits State.StoppedByUser, which podman %s does when it is false (%s)'
+                       % (podman_version, STOPPED_BY_USER_TAG))
+    if dev_of_first:
+        return None, 'podman %s is a development build of %s, which may predate State.StoppedByUser' % (
+            podman_version, first)
+    return None, 'podman %s has no State.StoppedByUser (it came with v%s)' % (podman_version, first)
 
 
 def apparmor_state(ctx):

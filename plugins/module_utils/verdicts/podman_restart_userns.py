@@ -27,15 +27,16 @@ def _not_stopped_reason(container):
     return None
 
 
-def _stopped_instance(cli, container, evidence, pattern):
+def _stopped_instance(cli, container, evidence, pattern, podman_version):
     name = 'container %s' % container.name
     declined = _not_stopped_reason(container)
     if declined:
         return instance(name, 'ok', '%s: %s.' % (name, declined), evidence)
-    if container.stopped_by_user is not None:
-        evidence['stopped_by_user'] = container.stopped_by_user
-        evidence['stopped_by_user_source'] = 'podman inspect State.StoppedByUser'
-        if container.stopped_by_user:
+    stopped_by_user, source = podman.stopped_by_user(container, podman_version)
+    if stopped_by_user is not None:
+        evidence['stopped_by_user'] = stopped_by_user
+        evidence['stopped_by_user_source'] = source
+        if stopped_by_user:
             return instance(name, 'ok', '%s: stopped by a person; the policy rightly left it.' % name, evidence)
         outcome = 'restart_failed'
     else:
@@ -48,11 +49,11 @@ def _stopped_instance(cli, container, evidence, pattern):
                             % (name, container.policy_text, exc), evidence)
         outcome = podman.last_exit_outcome(events)
         evidence['events_since_last_start'] = _recent(events)
-        evidence['stopped_by_user_source'] = 'podman events (this podman has no State.StoppedByUser)'
+        evidence['stopped_by_user_source'] = 'podman events (%s)' % source
         if outcome is None:
             return instance(name, 'unknown', '%s: exited under restart policy %s, but the event log has no record of '
-                            'its exit (rotated?); cannot tell whether a person stopped it.'
-                            % (name, container.policy_text), evidence)
+                            'its exit (rotated?) and %s; cannot tell whether a person stopped it.'
+                            % (name, container.policy_text, source), evidence)
         if outcome == 'stopped_by_person':
             return instance(name, 'ok', '%s: stopped by a person (stop/kill event); the policy rightly left it.' % name, evidence)
         if outcome == 'cleanup_declined':
@@ -82,7 +83,7 @@ def _container_instance(cli, container, host):
     # container; measured on podman 4.3.1 with a rootful --uidmap container (events: died,
     # restart, init, cleanup), as stuck as an exited one.
     if container.status in podman.STOPPED_STATES or (container.status == 'created' and container.restart_count):
-        return _stopped_instance(cli, container, evidence, pattern)
+        return _stopped_instance(cli, container, evidence, pattern, host['podman_version'])
     if container.status != 'running':
         return instance(name, 'ok', '%s is %s; nothing to restart.' % (name, container.status), evidence)
     if container.quadlet_unit:

@@ -17,6 +17,12 @@ def recorded(name):
         return json.load(handle)[0]
 
 
+def recorded_by_name(name):
+    """{container name: inspect object} of a recording holding several containers."""
+    with open(os.path.join(FIXTURES, 'inspect-%s.json' % name)) as handle:
+        return dict((c['Name'], c) for c in json.load(handle))
+
+
 def container(base='mapped', name=None, status='running', profile=PROFILE, policy='always', retries=0,
               restart_count=0, exit_code=0, stopped_by_user=None, labels=None, cid=None):
     data = copy.deepcopy(recorded(base))

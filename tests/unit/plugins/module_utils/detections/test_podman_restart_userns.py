@@ -17,7 +17,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
 
-from ....helpers.podman import PROFILE, FakePodman, container, instances, make_ctx
+from ....helpers.podman import PROFILE, FakePodman, container, instances, make_ctx, recorded_by_name
 
 
 @pytest.fixture(autouse=True)
@@ -149,3 +149,59 @@ def test_a_restart_that_stopped_at_created_is_stuck(tmp_path):
     assert found['half-restarted']['evidence']['outcome'] == 'restart_failed'
     assert 'created since' in found['half-restarted']['summary']
     assert found['never-started']['status'] == 'ok'
+
+
+# podman's own omission rule for State.StoppedByUser, release by release (containers/podman,
+# `git show TAG:libpod/define/container_inspect.go`): no such field before v4.7.0; from v4.7.0-rc1
+# (commit 589867d716, "podman: don't restart after kill") `StoppedByUser bool
+# `json:"StoppedByUser,omitempty"``, so a false value is left out. The recording is real podman 5.4.2
+# (Debian 13's, run in the postmortem-podman13 image on this machine: tests/e2e/test_podman5_real.py does
+# it live): rtest-stuck exited under --restart always after one restart (its restart path removed) and
+# nobody stopped it - its State has no StoppedByUser; rtest-stopped was stopped with podman stop -
+# "StoppedByUser": true. The same objects are what every release from v4.7.0 prints; the version is the
+# only thing that changes between the cases.
+WITH_OMITEMPTY = [
+    ('4.7.0', 'libpod/define/container_inspect.go:231 @ v4.7.0'),
+    ('4.7.0-rc1', 'libpod/define/container_inspect.go:231 @ v4.7.0-rc1'),
+    ('4.9.5', 'libpod/define/container_inspect.go:231 @ v4.9.5'),
+    ('5.0.3', 'libpod/define/container_inspect.go:280 @ v5.0.3'),
+    ('5.2.5', 'libpod/define/container_inspect.go:306 @ v5.2.5'),
+    ('5.4.2', 'libpod/define/container_inspect.go:321 @ v5.4.2'),
+    ('5.8.2', 'libpod/define/container_inspect.go:321 @ v5.8.2'),
+]
+
+
+@pytest.mark.parametrize('version,tag_line', WITH_OMITEMPTY)
+def test_a_missing_stopped_by_user_is_false_from_4_7_on(tmp_path, version, tag_line):
+    """No event log at all (events_logger = "none", or rotated): the omitted field alone decides."""
+    recorded = recorded_by_name('5.4.2')
+    fake = FakePodman([recorded['rtest-stuck'], recorded['rtest-stopped']], version=version)
+    finding = registry.run_one(make_ctx(tmp_path, fake, apparmor=None), podman_restart_userns)
+    found = instances(finding)
+    stuck = found['rtest-stuck']
+    assert 'StoppedByUser' not in recorded['rtest-stuck']['State'], tag_line
+    assert stuck['status'] == 'affected', stuck['summary']
+    assert stuck['evidence']['stopped_by_user'] is False
+    assert 'omits State.StoppedByUser, which podman %s does when it is false' % version in (
+        stuck['evidence']['stopped_by_user_source'])
+    assert stuck['evidence']['restart_count'] == 1 and stuck['evidence']['state'] == 'stopped'
+    assert found['rtest-stopped']['status'] == 'ok'
+    assert found['rtest-stopped']['evidence']['stopped_by_user_source'] == 'podman inspect State.StoppedByUser'
+    assert not any(c[1] == 'events' for c in fake.calls)
+
+
+@pytest.mark.parametrize('version,events,status', [
+    # Before v4.7.0 there is no such field (InspectContainerState @ v4.3.1 and v4.6.2, l.208-229): the
+    # missing field says nothing, the events decide.
+    ('4.3.1', [], 'unknown'),
+    ('4.6.2', ['create', 'init', 'start', 'died', 'restart', 'init', 'start', 'died'], 'affected'),
+    # A development build of 4.7.0 may predate the field.
+    ('4.7.0-dev', [], 'unknown'),
+    (None, [], 'unknown'),
+])
+def test_before_4_7_a_missing_stopped_by_user_says_nothing(tmp_path, version, events, status):
+    stuck = recorded_by_name('5.4.2')['rtest-stuck']
+    fake = FakePodman([stuck], version=version or 'unknown', events={stuck['Id']: events})
+    found = instances(registry.run_one(make_ctx(tmp_path, fake, apparmor=None), podman_restart_userns))
+    assert found['rtest-stuck']['status'] == status, found['rtest-stuck']['summary']
+    assert found['rtest-stuck']['evidence']['stopped_by_user_source'].startswith('podman events (')
