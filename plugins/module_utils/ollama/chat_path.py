@@ -24,7 +24,8 @@ Whether a TEMPLATE layer exists is not shown: without one, ``template`` is the d
 v0.30.0-rc23, /api/show answers the GGUF chat template instead of the Go template exactly when the model
 has one and is native (selectedModelTemplate, routes.go l.1572, l.1623-1630), while the modelfile
 keeps ``TEMPLATE <the Go template>`` (images.go l.615-620, parser/parser.go l.413-414, l.644-654): a
-template that differs from the modelfile's proves the native path.
+template that differs from the modelfile's proves the native path. The modelfile is read as Ollama's
+parser reads it (ollama/modelfile.py: ParseFile, unquote): how a value is quoted proves nothing.
 
 The rules by tag (each function compared with ``git show TAG:server/routes.go`` over every tag):
 
@@ -41,8 +42,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import modelfile
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.renderer import stored_directives
 
 NATIVE, RENDERED, PROXIED, NO_CHAT, UNKNOWN = 'native', 'rendered', 'proxied', 'no_chat', 'unknown'
 DEFAULT_TEMPLATE = '{{ .Prompt }}'
@@ -106,6 +107,16 @@ def go_quote(text):
     return text
 
 
+def template_in_modelfile(template, text, commands):
+    """Whether /api/show's ``template`` is the modelfile's TEMPLATE: the value ParseFile reads (parser.unquote
+    takes it bare, in "..." or in \"\"\"...\"\"\", parser/parser.go l.656-674), or the text Command.String()
+    writes for it (quote, l.644-654) - the two differ where quote() leaves a value bare that unquote() then
+    takes for quoted ('"a"'), so either one is the same template."""
+    if modelfile.last(commands, 'template') == template:
+        return True
+    return ('\nTEMPLATE %s\n' % go_quote(template)) in ('\n' + text)
+
+
 def _text_field(show, key):
     value = show.get(key)
     if value is None:
@@ -137,16 +148,20 @@ def decide(version, remote_host, show, setting):
     details = show.get('details') if isinstance(show.get('details'), dict) else {}
     if details.get('format') == 'safetensors':
         return RENDERED, 'a safetensors model: always rendered by Ollama (IsMLX)'
-    modelfile = _text_field(show, 'modelfile')
-    directives = stored_directives(modelfile)
+    text = _text_field(show, 'modelfile')
+    try:
+        commands = modelfile.parse(text)
+    except modelfile.ModelfileError as exc:
+        return UNKNOWN, "/api/show's modelfile does not parse as Ollama's parser reads it (%s)" % exc
+    directives = dict((name.upper(), value) for name, value in commands if name in ('renderer', 'parser'))
     if directives:
         return RENDERED, 'stored %s: rendered by Ollama' % ' and '.join(
             '%s %s' % (key, value) for key, value in sorted(directives.items()))
     template = _text_field(show, 'template')
-    in_modelfile = ('\nTEMPLATE %s\n' % go_quote(template)) in ('\n' + modelfile)
+    in_modelfile = template_in_modelfile(template, text, commands)
     if era == 'template_shown' and not in_modelfile:
-        return NATIVE, ("/api/show answers a template that is not the modelfile's TEMPLATE: the GGUF chat template, "
-                        'shown only for a model on the native path')
+        return NATIVE, ("/api/show answers a template that is not the modelfile's TEMPLATE (read as Ollama's parser "
+                        'reads it, unquoted): the GGUF chat template, shown only for a model on the native path')
     if str(details.get('family') or '') in HARMONY_FAMILIES and '<|start|>' in template and '<|end|>' in template:
         return RENDERED, 'a harmony model (gpt-oss): rendered by Ollama'
     return _by_template(era, template, in_modelfile, setting)

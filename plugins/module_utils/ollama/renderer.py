@@ -18,6 +18,7 @@ import re
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import modelfile as modelfile_reader
 
 SMALL, LARGE, LEGACY = 'gemma4-small', 'gemma4-large', 'gemma4'
 SMALL_NAMES = ('e2b', 'e4b')
@@ -106,7 +107,15 @@ def full_name(short):
 
 
 def stored_directives(modelfile):
-    """{'RENDERER': value, 'PARSER': value} from /api/show's modelfile text: the stored values."""
+    """{'RENDERER': value, 'PARSER': value} from /api/show's modelfile text: the stored values, read as
+    Ollama's parser reads them (ollama/modelfile.py), so a TEMPLATE or SYSTEM text holding a line that
+    starts with "PARSER" is not taken for one. Text that parser refuses is scanned line by line."""
+    try:
+        commands = modelfile_reader.parse(str(modelfile or ''))
+    except modelfile_reader.ModelfileError:
+        commands = None
+    if commands is not None:
+        return dict((name.upper(), value) for name, value in commands if name in ('renderer', 'parser'))
     found = {}
     for line in str(modelfile or '').splitlines():
         words = line.strip().split(None, 1)

@@ -47,6 +47,8 @@ MODELS = {
     'gpt-oss-harmony': plain(family='gptoss', template=HARMONY_TEMPLATE, chat_template=QWEN_CHAT_TEMPLATE),
     'embedding-only': plain(embedding=True, chat_template=QWEN_CHAT_TEMPLATE),
     'cloud': cloud('gpt-oss:120b'),
+    'gguf-prompt-like': plain(template='Q: {{ .Prompt }}'),
+    'go-template-with-parser-text': plain(template='{{ .System }}\nPARSER qwen3\n{{ .Prompt }}'),
 }
 
 
@@ -200,3 +202,70 @@ def serve_ctx(tmp_path, processes, systemctl_out=None):
 def test_the_setting_of_the_serve_process(tmp_path, processes, systemctl_out, state, raw):
     read = chat_path.go_template_setting(serve_ctx(tmp_path, processes, systemctl_out))
     assert (read.state, read.raw) == (state, raw), read.source
+
+
+@pytest.mark.parametrize('version,name,env,shown', [
+    # selectedModelTemplate (routes.go @ v0.33.0-rc2 l.1623-1630): the GGUF's tokenizer.chat_template when
+    # m.HasChatTemplate (images.go l.726-727) and chatModeForModel(m) is native (l.2357-2363), else
+    # m.Template.String() - the TEMPLATE layer, or template.DefaultTemplate without one (images.go l.688).
+    (NEWEST, 'gguf-chat-template', None, QWEN_CHAT_TEMPLATE),        # no layer: native (l.2377-2379)
+    (NEWEST, 'go-template', None, GO_TEMPLATE),                       # rendered (l.2384)
+    (NEWEST, 'go-template', 'false', QWEN_CHAT_TEMPLATE),             # native: GoTemplate(true) false (l.2380-2382)
+    (NEWEST, 'go-template-preferred-gguf', None, QWEN_CHAT_TEMPLATE),  # PreferChatTemplate (images.go l.793-795)
+    (NEWEST, 'go-template-preferred-gguf', 'true', GO_TEMPLATE),
+    (NEWEST, 'gpt-oss-harmony', 'false', HARMONY_TEMPLATE),           # harmony is rendered (l.2373, l.77-87)
+    (NEWEST, 'embedding-only', None, QWEN_CHAT_TEMPLATE),             # chatModeForModel asks no capability
+    (NEWEST, 'gguf-bare', None, '{{ .Prompt }}'),                     # native, but no chat template to show
+    (NEWEST, 'go-template-only', 'false', GO_TEMPLATE),
+    # Before v0.30.0-rc23 GetModelInfo answers m.Template.String() (resp.Template, routes.go @ v0.30.0-rc22).
+    ('0.30.0-rc22', 'go-template-preferred-gguf', None, GO_TEMPLATE),
+    ('0.30.0-rc15', 'gguf-chat-template', None, '{{ .Prompt }}'),
+    ('0.30.0-rc23', 'gguf-chat-template', None, QWEN_CHAT_TEMPLATE),
+])
+def test_the_standin_shows_the_template_upstream_shows(server, version, name, env, shown):
+    """The stand-in's /api/show ``template`` is what upstream's GetModelInfo answers (each line above)."""
+    serving(server, version, env)
+    assert server.show(name)['template'] == shown
+
+
+def _with_template_line(show, line):
+    """``show`` with the modelfile's TEMPLATE command written as ``line`` (one line, or several)."""
+    text = show['modelfile']
+    start = text.index('\nTEMPLATE ') + 1
+    end = text.index('\nSYSTEM ') + 1 if '\nSYSTEM ' in text else text.index('\n', start) + 1
+    return dict(show, modelfile=text[:start] + line + '\n' + text[end:])
+
+
+@pytest.mark.parametrize('written', [
+    'TEMPLATE "%s"', 'TEMPLATE """%s"""', 'TEMPLATE   %s   ', 'TEMPLATE """  %s"""',
+])
+def test_a_quoting_difference_proves_nothing(server, written):
+    """parser.unquote reads a value bare, in "..." or in \"\"\"...\"\"\" (parser/parser.go @ v0.33.0-rc2
+    l.656-674, the same in every tag from v0.30.0-rc0) and ParseFile trims spaces around it: each form holds
+    the same TEMPLATE. A rendered model whose modelfile writes it another way than quote() would is still
+    rendered (it was "native" before: for ollama_format_think a false ok)."""
+    serving(server, NEWEST, None)
+    show = server.show('gguf-prompt-like')
+    template = show['template']
+    assert template == 'Q: {{ .Prompt }}'
+    text = (written % template).replace('"""  %s' % template, '"""%s' % template)
+    quoted = _with_template_line(show, text)
+    path, why = chat_path.decide(ollama_version.parse(NEWEST)[0], None, quoted, UNSET)
+    assert path == 'rendered', why
+
+
+def test_a_template_that_holds_a_parser_line_is_not_a_stored_parser(server):
+    """A multi-line TEMPLATE value is one command: a line inside it that reads "PARSER qwen3" is template
+    text, not a PARSER command (ParseFile reads the quoted value to its closing quotes)."""
+    serving(server, NEWEST, 'false')
+    show = server.show('go-template-with-parser-text')
+    assert '\nPARSER qwen3\n' in show['modelfile']
+    path, why = chat_path.decide(ollama_version.parse(NEWEST)[0], None, show, setting('false'))
+    assert path == 'native', why
+
+
+def test_a_modelfile_ollamas_parser_refuses_is_unknown_not_a_path(server):
+    serving(server, NEWEST, None)
+    show = _with_template_line(server.show('go-template'), 'TEMPLATE """never closed')
+    path, why = chat_path.decide(ollama_version.parse(NEWEST)[0], None, show, UNSET)
+    assert path == 'unknown' and 'does not parse' in why
