@@ -90,8 +90,10 @@ ansible_facts:
             - 'C(config), C(files_read), C(board_model), C(board), C(running_kernel), C(installed_kernels), C(next_boot_kernel)
               (and whether each is in C(affected_kernels)), C(transmitters) (C(rc), C(driver), C(lirc)), C(probe)
               (with the probe: C(device), C(event), C(edges), C(span_ms)/C(span_us), C(bursts), C(expected_span_ms),
-              C(verdict), or C(reason)), and per instance: C(file), C(line), C(text), C(section), C(applies) (C(yes)/C(maybe)),
-              C(boards) (image audits), C(pin) (pwm-ir-tx''s C(gpiopin), default 18) and C(params).'
+              C(verdict), or C(reason)), C(notes) (includes skipped or opened in another case), and per instance:
+              C(file), C(line), C(text), C(included_from), C(section), C(filters) (each with the line that set it),
+              C(applies) (C(yes)/C(maybe)), C(boards) (image audits), C(name_as_written), C(pin) (the overlay''s
+              C(gpio_pin), default 18) and C(pin_set_at), C(params), C(dtparam_lines) and C(not_overlay_params).'
           returned: always
           type: dict
           sample:

@@ -78,8 +78,9 @@ ansible_facts:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
               C(remediation), C(references)).
             - 'Per user: C(user), C(podman_version), C(rootless), C(podman_facts) (where each came from, or "not
-              read: no container"), C(containers), C(mapped). Per container: C(name), C(id), C(state), C(uid_map),
-              C(gid_map), C(userns_mode), C(image), C(user), and with the probe C(probe.owners) (path → C(uid/gid)),
+              read: no container"), C(containers), C(mapped), C(shifting) (mapped and not the identity). Per container:
+              C(name), C(id), C(state), C(uid_map), C(gid_map), C(userns_mode), C(image), C(user), C(mapping) (C(identity),
+              C(shifted) or C(unknown)) and C(mapping_reason), and with the probe C(probe.owners) (path → C(uid/gid)),
               C(probe.bytes_read), C(probe.written_to_disk: false).'
           returned: always
           type: dict
