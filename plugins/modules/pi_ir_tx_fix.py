@@ -26,11 +26,11 @@ description:
     listed in C(replacements) and a warning. Other parameters go to the base device tree before and
     after, and stay.
   - The task fails and changes no file, naming the line and the reason, where a change would alter
-    what a line means or the pin is not known - C(invert) (gpio-ir-tx's, not pwm-ir-tx's: it would
-    start inverting), a misspelt parameter (C(gpiopin), C(GPIO_PIN): never the pin for the firmware),
-    a C(#) after the overlay name, a C(dtparam=func) line that also belongs to another overlay or the
-    base device tree, a C(gpio_pin) that is not a number - and for a config that is not text, an
-    unreadable include or an include loop.
+    what a line means or the pin is not known - C(invert) (gpio-ir-tx has it, pwm-ir-tx does not, so
+    it would start inverting), a misspelt parameter (C(gpiopin), C(GPIO_PIN) - never the pin for the
+    firmware), a C(#) after the overlay name, a C(dtparam=func) line that also belongs to another
+    overlay or the base device tree, a C(gpio_pin) that is not a number - and for a config that is not
+    text, an unreadable include or an include loop.
   - Only the changed lines change; line endings, a missing final newline, comments and every
     other line are kept byte for byte. Each file is backed up first and written atomically.
   - Nothing takes effect until the next boot; see the C(homelab.postmortem.pi_ir_tx) role for
