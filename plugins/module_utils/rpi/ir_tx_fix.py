@@ -158,8 +158,8 @@ def _replacement(occurrences, owners, replaced, board):
     where = line.where()
     if overlay.comment is not None:
         raise DetectionError('%s: %r has a "#" after the overlay name; whether the firmware reads it as part of '
-                             'the value is not documented. Edit the line by hand%s' % (where, line.text.strip(),
-                                                                                     _NO_CHANGE))
+                             'the value is not documented. Edit the line by hand%s'
+                             % (where, line.text.strip(), _NO_CHANGE))
     kept, dropped, pin_on_line = [], [], PWM_DEFAULT_PIN
     for param in overlay.params:
         if param.line is not line:
