@@ -258,7 +258,7 @@ def main():
         expected = tryboot.trial_files(top, changes) if changes else {}
     except tryboot.Refused:
         expected = {}
-    except ReadProblem as exc:
+    except (ReadProblem, DetectionError) as exc:
         module.fail_json(msg='cannot build the trial configuration: %s' % exc, **result)
     ours = [p for p in sorted(set(list(expected) + [os.path.join(boot_dir, tryboot.TRYBOOT_FILE)]))
             if tryboot.ours(p)]

@@ -23,7 +23,7 @@ ESCAPES = '\x1b[2J\x1b]0;owned\x07'
 
 def image(root):
     (root / 'boot' / 'firmware').mkdir(parents=True)
-    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpiopin=17\n')
+    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n')
     (root / 'lib' / 'modules' / '6.18.34+rpt-rpi-v8').mkdir(parents=True)
     return root
 

@@ -339,6 +339,24 @@ def _find_folded(directory, name):
     return matches[0] if matches else None
 
 
+def include_target(raw):
+    """The file an include line names, or None: ``include <file>``, the keyword in any case."""
+    words = raw.strip().split(None, 1)
+    if len(words) == 2 and fold(words[0]) == 'include':
+        return words[1].strip()
+    return None
+
+
+def fat_path(path):
+    """``path`` as the FAT boot partition opens it: itself when it exists, else the one entry of its
+    directory equal to it without case, else itself (missing)."""
+    if os.path.lexists(path):
+        return path
+    parent, name = os.path.split(path)
+    other = _find_folded(parent, name) if name else None
+    return os.path.join(parent, other) if other else path
+
+
 def parse(top_path, root='/'):
     """Read config.txt as the firmware does, includes inserted; raise DetectionError for input we cannot trust.
 
@@ -359,7 +377,7 @@ def parse(top_path, root='/'):
     state = {'conditions': Conditions(), 'lines': 0}
     texts = {}
 
-    def include_target(target, where):
+    def include_file(target, where):
         """The image path of an include's file: the name as written, else the one FAT would open."""
         image_path = target if os.path.isabs(target) else os.path.join(base_dir, target)
         found = host_path(image_path)
@@ -404,10 +422,9 @@ def parse(top_path, root='/'):
             if line.startswith('[') and line.endswith(']'):
                 state['conditions'] = state['conditions'].with_section(line[1:-1], where)
                 continue
-            words = line.split(None, 1)
-            if len(words) == 2 and fold(words[0]) == 'include':
-                target = words[1].strip()
-                read_file(include_target(target, where), included_from + (where,), stack + [real])
+            target = include_target(line)
+            if target is not None:
+                read_file(include_file(target, where), included_from + (where,), stack + [real])
                 continue
             if '=' not in line:
                 continue  # initramfs and other space-separated commands carry no overlay

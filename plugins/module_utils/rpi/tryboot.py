@@ -23,6 +23,7 @@ import os
 import struct
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 
 TRYBOOT_FILE = 'tryboot.txt'
 AUTOBOOT_FILE = 'autoboot.txt'
@@ -86,14 +87,6 @@ def support(device_tree, boot_dir, board):
     return True, 'board %s, bootloader with tryboot' % board
 
 
-def _include_target(raw):
-    """The include target of a config line, or None (the firmware's rule, as rpi/config.py reads it)."""
-    line = raw.strip()
-    if line.startswith('include ') or line.startswith('include\t'):
-        return line.split(None, 1)[1].strip()
-    return None
-
-
 def trial_name(path, top):
     """Where the trial copy of ``path`` goes: tryboot.txt for config.txt, <name>.tryboot<ext> beside others."""
     if path == top:
@@ -127,9 +120,9 @@ def trial_files(top, changes):
             return False
         result = path in changes
         for raw in text_of(path).splitlines():
-            target = _include_target(raw)
+            target = rpi_config.include_target(raw)
             if target is not None:
-                child = target if os.path.isabs(target) else os.path.join(base_dir, target)
+                child = rpi_config.fat_path(target if os.path.isabs(target) else os.path.join(base_dir, target))
                 result = needs_copy(child, stack + [path]) or result
         needed[path] = result
         return result
@@ -140,10 +133,10 @@ def trial_files(top, changes):
     for path in sorted(p for p, copy in needed.items() if copy):
         lines = text_of(path).splitlines(True)
         for index, raw in enumerate(lines):
-            target = _include_target(raw)
+            target = rpi_config.include_target(raw)
             if target is None:
                 continue
-            child = target if os.path.isabs(target) else os.path.join(base_dir, target)
+            child = rpi_config.fat_path(target if os.path.isabs(target) else os.path.join(base_dir, target))
             if needed.get(child):
                 copy = trial_name(child, top)
                 new_target = copy if os.path.isabs(target) else os.path.relpath(copy, base_dir)

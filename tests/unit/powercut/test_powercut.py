@@ -22,8 +22,8 @@ from ..helpers.modules import run_module
 from ..plugins.module_utils.rpi.test_tryboot import device_tree
 from ..helpers.vllm import config, write_adapter
 
-PWM = b'[all]\ndtoverlay=pwm-ir-tx,gpiopin=17,func=2\ninclude extra.txt\n'
-PWM_EXTRA = b'# more\ndtoverlay=pwm-ir-tx,gpiopin=22\n'
+PWM = b'[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17,func=2\ninclude extra.txt\n'
+PWM_EXTRA = b'# more\ndtoverlay=pwm-ir-tx,gpio_pin=22\n'
 # Enough for every state of every module here: each crash point has at most a few hundred states.
 LIMIT = None
 

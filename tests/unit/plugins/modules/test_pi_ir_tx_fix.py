@@ -13,7 +13,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import tryb
 from ..module_utils.rpi.test_tryboot import PI4, device_tree
 from ...helpers.modules import run_module
 
-CONFIG = '[pi4]\ndtoverlay=pwm-ir-tx,gpiopin=17\n[all]\ninclude ir.txt\n'
+CONFIG = '[pi4]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n[all]\ninclude ir.txt\n'
 INCLUDE = 'dtoverlay=pwm-ir-tx\n'
 
 
@@ -71,7 +71,7 @@ def test_promote_on_the_trial_boot_writes_config_txt_and_removes_the_trial(pi):
     promoted = run_module('pi_ir_tx_fix', args(pi, step='promote'))
     assert promoted['changed'] and len(promoted['backups']) == 2, promoted
     files = boot_files(pi)
-    assert files['config.txt'] == CONFIG.replace('pwm-ir-tx,gpiopin=17', 'gpio-ir-tx,gpio_pin=17')
+    assert files['config.txt'] == CONFIG.replace('pwm-ir-tx,gpio_pin=17', 'gpio-ir-tx,gpio_pin=17')
     assert files['ir.txt'] == 'dtoverlay=gpio-ir-tx,gpio_pin=18\n'
     assert 'tryboot.txt' not in files and 'ir.tryboot.txt' not in files
 

@@ -94,3 +94,16 @@ def test_ours_tells_our_trial_files_from_another_updaters(tmp_path):
     (tmp_path / 'tryboot.txt').write_text('os_prefix=update/\n')
     assert tryboot.ours(str(tmp_path / 'tryboot.txt')) is False
     assert os.path.exists(str(tmp_path / 'tryboot.txt'))
+
+
+def test_the_trial_follows_an_include_written_in_another_case(tmp_path):
+    """The include is found as rpi/config.py finds it (the FAT boot partition opens IR.TXT as ir.txt), so
+    the trial carries the change made in ir.txt."""
+    (tmp_path / 'config.txt').write_text('[all]\nINCLUDE IR.TXT\n')
+    (tmp_path / 'ir.txt').write_text('dtoverlay=pwm-ir-tx\n')
+    ir = str(tmp_path / 'ir.txt')
+    files = tryboot.trial_files(str(tmp_path / 'config.txt'), {ir: ('dtoverlay=pwm-ir-tx\n', 'dtoverlay=gpio-ir-tx,gpio_pin=18\n')})
+    assert files == {
+        str(tmp_path / 'tryboot.txt'): tryboot.MARK + '\n[all]\nINCLUDE ir.tryboot.txt\n',
+        str(tmp_path / 'ir.tryboot.txt'): tryboot.MARK + '\ndtoverlay=gpio-ir-tx,gpio_pin=18\n',
+    }
