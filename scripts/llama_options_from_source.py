@@ -45,25 +45,30 @@ def _skip_raw_string(text, i):
     return end + len(match.group(1)) + 2
 
 
+def _skip(text, i):
+    """The index after a string, raw string or comment starting at text[i], or None."""
+    if text.startswith('R"', i):
+        return _skip_raw_string(text, i)
+    if text[i] in '"\'':
+        return _skip_string(text, i)
+    if text.startswith('//', i):
+        return text.index('\n', i)
+    if text.startswith('/*', i):
+        return text.index('*/', i) + 2
+    return None
+
+
 def balanced(text, i):
     """Index just after the bracket that closes the one at text[i]."""
     pairs = {'(': ')', '{': '}', '[': ']'}
     stack = [pairs[text[i]]]
     i += 1
     while stack:
+        skipped = _skip(text, i)
+        if skipped is not None:
+            i = skipped
+            continue
         char = text[i]
-        if text.startswith('R"', i):
-            i = _skip_raw_string(text, i)
-            continue
-        if char in '"\'':
-            i = _skip_string(text, i)
-            continue
-        if text.startswith('//', i):
-            i = text.index('\n', i)
-            continue
-        if text.startswith('/*', i):
-            i = text.index('*/', i) + 2
-            continue
         if char in pairs:
             stack.append(pairs[char])
         elif char == stack[-1]:
@@ -76,20 +81,14 @@ def split_top(text):
     """The comma-separated parts of an argument list, brackets and strings respected."""
     parts, start, i = [], 0, 0
     while i < len(text):
-        char = text[i]
-        if text.startswith('R"', i):
-            i = _skip_raw_string(text, i)
+        skipped = _skip(text, i)
+        if skipped is not None:
+            i = skipped
             continue
-        if char in '"\'':
-            i = _skip_string(text, i)
-            continue
-        if text.startswith('//', i):
-            i = text.index('\n', i)
-            continue
-        if char in '({[':
+        if text[i] in '({[':
             i = balanced(text, i)
             continue
-        if char == ',':
+        if text[i] == ',':
             parts.append(text[start:i].strip())
             start = i + 1
         i += 1
