@@ -347,6 +347,9 @@ class Rule(object):
 
 
 RULES = (
+    Rule('draft_simple_throws', 10362, 10380,
+         'draft-simple without a draft model throws and the server drops speculative decoding altogether '
+         '(speculative.cpp l.238-240, "draft-simple requires a draft context"; server-context.cpp l.1392-1399)'),
     Rule('config_files', 10380, 10405,
          'config.ini files applied before the environment (common/arg.cpp common_params_apply_system_config)'),
     Rule('spec_type_list', 9101, 9113,
@@ -647,7 +650,8 @@ def _apply_config_files(config, server):
             continue
         entry['exists'] = True
         mtime = server.view.mtime(path)
-        if server.started is not None and mtime is not None and mtime > server.started:
+        # /proc/stat's btime is whole seconds: a start time may read up to a second early
+        if server.started is not None and mtime is not None and mtime > server.started + 1.0:
             entry['changed_after_start'] = True
         try:
             global_preset, presets, ignored = load_presets(text, path, ignore_unknown=True)
@@ -869,12 +873,16 @@ def speculation(config, draft_kind=None):
     ngram = [t for t in enabled if t.startswith('ngram-')]
     drafts = [t for t in enabled if t.startswith('draft')]
     if 'draft-simple' in drafts and not draft:
+        if rules.get('draft_simple_throws'):
+            # measured on b11434 with ngram-mod,draft-simple: /slots speculative false, "failed to
+            # initialize speculative decoding context: draft-simple requires a draft context"
+            result.update(on=False, reason='draft-simple without a draft model: llama.cpp drops speculative decoding '
+                                           'altogether at start (speculative.cpp l.238-240)')
+            return result
         if ngram:
-            # b11434: the draft-simple implementation throws without a draft context (speculative.cpp
-            # l.238-240) and the server drops the whole speculative context (server-context.cpp
-            # l.1392-1399); b9464 reads the missing context instead. Not told apart here.
+            # b9464 to b10362 read the missing draft context instead; not told apart here
             result.update(on=None, reason='draft-simple without a draft model next to %s: whether the n-gram types '
-                                          'still run depends on the build' % ', '.join(ngram))
+                                          'still run is not known for this build' % ', '.join(ngram))
             return result
         result.update(on=False, reason='draft-simple needs a draft model (-md); none is given')
         return result

@@ -126,7 +126,8 @@ class Planner(object):
             raise Cannot('no running router uses %s: there is no command line to change' % inst.preset_path)
         unit, why = self.unit_of(process)
         if unit is None:
-            raise Cannot('%s: set %s %s on its command line by hand' % (why, option.key, _word(option, target)))
+            setting = _word(option, target) if option.kind == 'bool' else '%s %s' % (option.key, _word(option, target))
+            raise Cannot('%s: set %s on its command line by hand' % (why, setting))
         return Change('unit-argv', unit, option=option, target=target)
 
     def _unit_env(self, inst, process, name, option, target):

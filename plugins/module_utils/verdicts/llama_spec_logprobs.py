@@ -19,7 +19,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 
 
 # the rules llama_config.speculation reads
-SPEC_RULES = ('spec_type_list', 'spec_type_accumulates', 'draft_needs_type', 'draft_type_from_gguf')
+SPEC_RULES = ('spec_type_list', 'spec_type_accumulates', 'draft_needs_type', 'draft_simple_throws', 'draft_type_from_gguf')
 
 
 def _draft_reader(view):

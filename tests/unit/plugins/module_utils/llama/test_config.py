@@ -251,6 +251,17 @@ def test_a_draft_model_alone_by_build(tmp_path):
     assert spec(tmp_path, argv + ['--spec-type', 'draft-simple']) == [True]
 
 
+def test_draft_simple_without_a_draft_model_next_to_an_ngram_type(tmp_path):
+    """b10380 on: the draft-simple implementation throws without a draft context (speculative.cpp
+    l.238-240) and the server drops speculative decoding altogether (measured on the real b11434: /slots
+    speculative false); b9246 disabled draft-simple alone and kept the n-gram types; in between it is
+    not known."""
+    argv = ['llama-server', '-m', 'm', '--spec-type', 'ngram-mod,draft-simple']
+    assert spec(tmp_path, argv, build=11434) == [False]
+    assert spec(tmp_path, argv, build=9246) == [True]
+    assert spec(tmp_path, argv, build=10000) == [None]
+
+
 def _gguf(path, arch, blocks, tensors):
     writer = GGUFWriter(str(path), arch)
     writer.add_uint32('%s.block_count' % arch, blocks)
@@ -283,7 +294,7 @@ def test_rule_sets_by_build():
     assert not any(c.rule_sets(9093)[0].values())
     assert len(c.rule_sets(10390)) == 2  # between b10380 (no config files) and b10405
     unknown = c.rule_sets(None)
-    assert c.rule_sets(11434)[0] in unknown and c.rule_sets(9093)[0] in unknown and len(unknown) == 7
+    assert c.rule_sets(11434)[0] in unknown and c.rule_sets(9093)[0] in unknown and len(unknown) == 8
 
 
 # --- router mode ---------------------------------------------------------------------------------
