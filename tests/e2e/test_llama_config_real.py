@@ -47,8 +47,8 @@ def write_config(directory, text):
     return path
 
 
-def test_config_files_environment_and_command_line_as_the_binary_applies_them(tmp_path, llama_server, llama,
-                                                                               lora_adapter):
+def test_config_files_environment_and_command_line_as_the_binary_applies_them(
+        tmp_path, llama_server, llama, lora_adapter):
     """One server configured in all three layers, a control without any, and one whose
     /etc/llama.cpp/config.ini exists only in its own mount namespace."""
     config = write_config(tmp_path / 'xdg', '[*]\nsleep-idle-seconds = 2\nlora = %s\n[default]\nspec-type = ngram-mod\n'
@@ -157,8 +157,8 @@ def test_a_router_child_is_judged_from_its_own_process_once(tmp_path, llama):
         log.close()
     found = [i for i in run.finding('localhost', 'llama_spec_logprobs')['evidence']['instances']
              if (i['evidence'].get('router') or {}).get('pid') == router.pid]
-    assert sorted(i['name'] for i in found) == ['llama-server pid %d' % child,
-                                               'router pid %d model [plain] (%s)' % (router.pid, preset)]
+    assert sorted(i['name'] for i in found) == [
+        'llama-server pid %d' % child, 'router pid %d model [plain] (%s)' % (router.pid, preset)]
     fast = [i for i in found if i['evidence'].get('pid') == child][0]
     assert fast['status'] == 'at_risk'
     assert fast['evidence']['router'] == {'pid': router.pid, 'model': 'fast', 'preset': str(preset), 'section': 'fast'}

@@ -116,11 +116,9 @@ def judge(inst, judge_config, rules_used=()):
     _rules, status, summary, evidence = worst
     evidence = dict(inst.evidence(), **evidence)
     if inst.build.number is None or len(inst.rule_sets) > 1:
-        evidence['rules'] = {
-            'judged_under': len(inst.rule_sets),
-            'why': 'build %s: %s' % ('unknown' if inst.build.number is None else 'b%d' % inst.build.number,
-                                      'every rule set such a build may follow was applied'),
-        }
+        build = 'unknown' if inst.build.number is None else 'b%d' % inst.build.number
+        evidence['rules'] = {'judged_under': len(inst.rule_sets),
+                             'why': 'build %s: every rule set such a build may follow was applied' % build}
         if len(statuses) > 1:
             evidence['rules']['verdicts'] = [{'rules': llama_config.describe_rules(r), 'status': s}
                                              for r, s, _sum, _e in verdicts]
@@ -466,4 +464,3 @@ def redact_argv(argv):
             continue
         out.append(arg)
     return out
-

@@ -239,7 +239,6 @@ def plan_unit(planner, unit, edits, process_argv, read=hostio.read_text):
                          (props.get('DropInPaths') or '').split(), edits, read=read, process_argv=process_argv)
 
 
-
 MANUAL_STEPS = {
     'cache_ram_off': 'add --cache-ram 0',
     'no_cache_prompt': 'add --no-cache-prompt',

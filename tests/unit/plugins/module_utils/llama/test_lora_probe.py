@@ -8,7 +8,6 @@ import math
 import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix
 
 
 def run(cache_n, distance, disagrees=None, scale_effect=0.38):

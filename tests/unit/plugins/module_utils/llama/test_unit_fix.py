@@ -120,8 +120,8 @@ def test_several_exec_start_lines_and_resets():
     path = '/etc/systemd/system/llama.service'
     files = {path: '[Service]\nExecStart=/bin/true\nExecStart=\nExecStartPre=/bin/mkdir -p /run/llama\n'
                    'ExecStart=/usr/bin/llama-server --lora /a.gguf\n'}
-    changes, _mode, _append = llama_unit_fix.plan('llama.service', path, '', [], llama_unit_fix.UnitEdits(argv=CACHE_RAM_OFF),
-                                         read=reader(files))
+    changes, _mode, _append = llama_unit_fix.plan('llama.service', path, '', [],
+                                                  llama_unit_fix.UnitEdits(argv=CACHE_RAM_OFF), read=reader(files))
     apply(files, changes)
     assert 'ExecStart=/bin/true\n' in files[path]  # before the reset: not in effect, left alone
     assert exec_argv(files[path]) == [['/usr/bin/llama-server', '--lora', '/a.gguf', '--cache-ram', '0']]
@@ -130,8 +130,8 @@ def test_several_exec_start_lines_and_resets():
 def test_quadlet_container_file():
     path = '/etc/containers/systemd/llama.container'
     files = {path: '[Container]\r\nImage=localhost/llama:latest\r\nExec=-m /models/m.gguf --lora /models/a.gguf\r\n'}
-    changes, mode, _append = llama_unit_fix.plan('llama.service', '/run/systemd/generator/llama.service', path, [], ALL,
-                                        read=reader(files))
+    changes, mode, _append = llama_unit_fix.plan('llama.service', '/run/systemd/generator/llama.service', path, [],
+                                                 ALL, read=reader(files))
     assert mode == 'quadlet'
     apply(files, changes)
     assert files[path] == ('[Container]\r\nImage=localhost/llama:latest\r\nExec=-m /models/m.gguf --lora /models/a.gguf '
