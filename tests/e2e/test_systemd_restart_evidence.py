@@ -24,7 +24,7 @@ def install_units(container):
     script = []
     for unit, (args, service, dropin) in UNITS.items():
         script.append("printf '%%s\\n' '[Unit]' 'Description=%s' '[Service]' "
-                      "'ExecStart=/opt/llama/llama-server -m %s -c 512 -np 1 %s' '%s' > /etc/systemd/system/%s"
+                      "'ExecStart=/opt/llama/llama-server -m %s -c 512 -np 1 --no-repack %s' '%s' > /etc/systemd/system/%s"
                       % (unit, MODEL, args, service, unit))
         if dropin:
             script.append("mkdir -p /etc/systemd/system/%s.d && printf '%%s\\n' '[Service]' '%s' > /etc/systemd/system/%s.d/restart.conf"
