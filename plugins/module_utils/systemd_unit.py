@@ -150,19 +150,6 @@ def quote(arg):
     return '"%s"' % arg.replace('\\', '\\\\').replace('"', '\\"')
 
 
-def set_option(args, names, value, start=1):
-    """Set ``names`` (aliases) to ``value`` in an argv list; append the first long name if absent."""
-    args = list(args)
-    positions = [i for i in range(start, len(args) - 1) if args[i] in names]
-    if positions:
-        for position in positions:
-            args[position + 1] = value
-    else:
-        long_name = [n for n in names if n.startswith('--')][0]
-        args += [long_name, value]
-    return args
-
-
 def replace_entry(lines, entry, new_line, ending):
     """Replace the physical lines of ``entry`` by one line (keeps the list length meaningful)."""
     return lines[:entry.first] + [new_line + ending] + lines[entry.last + 1:]

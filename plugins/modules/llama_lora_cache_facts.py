@@ -91,14 +91,16 @@ ansible_facts:
           description:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
               C(remediation), C(references)).
-            - 'Per process: C(pid), C(argv) (secrets redacted), C(adapters), C(cache_ram), C(cache_ram_source),
-              C(cache_prompt), C(cache_prompt_source), C(config_problems) (a config file that could not be read,
-              or no HOME to place the user''s), C(lora_init_without_apply), C(supervisor), C(paths_at_risk), C(exposed_paths)
-              (what is still open after the probe), and with the probe C(probe.paths.<path>) (C(label), C(verdict),
-              C(reason), C(markers), C(cross_cache_n), C(control_cache_n), C(cross_disagreed), C(control_disagreed),
-              C(informative), and C(runs) with each answer, its uncached reference and the distance), C(probe.slots),
-              C(probe.requests), C(probe.measured_cache_prompt). Per preset section: C(file), C(section), C(adapters),
-              C(cache_ram), C(cache_ram_from), C(cache_prompt), C(cache_prompt_from), C(paths_at_risk), C(used_by).'
+            - 'Per instance: C(kind) (C(process), C(child) of a router, C(preset)), C(pid) (or C(router_pid), C(file),
+              C(section)), C(argv) (secrets redacted; for a router''s model, the command line the router would give
+              it), C(build) and C(rules) (builds), C(adapters) (each with C(where)), C(cache_ram), C(cache_ram_source),
+              C(cache_prompt), C(cache_prompt_source) (C(path:line [section]), C(environment LLAMA_ARG_X), C(argv[i]
+              ...), C(router argv[i] ...) or C(default)), C(config_files), C(config_problems), C(lora_init_without_apply),
+              C(supervisor), C(paths_at_risk), C(exposed_paths) (what is still open after the probe), and with the
+              probe C(probe.paths.<path>) (C(label), C(verdict), C(reason), C(markers), C(cross_cache_n), C(control_cache_n),
+              C(cross_disagreed), C(control_disagreed), C(informative), and C(runs) with each answer, its uncached
+              reference and the distance), C(probe.slots), C(probe.requests), C(probe.measured_cache_prompt). A
+              running router child also has C(router) (C(pid), C(model), C(preset), C(section)).'
           returned: always
           type: dict
           sample:

@@ -10,20 +10,26 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: llama_server_fix
-short_description: Set safe llama-server flags and restart policy in the systemd units that start it
+short_description: Set safe llama-server settings where llama.cpp takes them from, and a restart policy
 version_added: 0.1.0
 description:
-  - Finds the running llama-server processes and the systemd service that owns each one, the way
-    the C(llama_lora_cache) and C(llama_sleep_race) detections do.
-  - With I(cache_ram_off), adds C(--cache-ram 0) (or sets an existing C(-cram)/C(--cache-ram) to 0)
-    for instances that load LoRA adapters with the RAM prompt cache on.
-  - With I(no_cache_prompt), adds C(--no-cache-prompt) (or turns an existing C(--cache-prompt) into it)
-    for instances that load LoRA adapters with prompt caching on. That closes the global path
+  - Finds every llama-server instance the way the C(llama_lora_cache) and C(llama_sleep_race) detections do
+    (running processes, C(llama serve), a router's models from its C(--models-preset)) and resolves its
+    configuration as llama.cpp does (config.ini files, then C(LLAMA_ARG_*) variables, then the command line).
+  - With I(cache_ram_off), sets C(--cache-ram) to 0 for instances that load LoRA adapters with the RAM prompt
+    cache on; with I(no_cache_prompt), turns prompt caching off for them. That closes the global path
     (scales changed with C(POST /lora-adapters)), which C(--cache-ram 0) leaves open, because a slot
     reuses its own prefix computed under the old scale. The cost is all prefix reuse.
   - With I(restart_on_failure), sets C(Restart=on-failure) for instances with sleep mode on whose
     unit would not restart them after a crash. With I(disable_sleep), sets
     C(--sleep-idle-seconds -1) on them as well.
+  - Each setting is changed where it is set - the config.ini or preset line that wins (its value, the key
+    kept), the C(Environment=) line of the unit, the unit's C(ExecStart=) (or Quadlet C(Exec=)) tokens - and,
+    when nothing sets it, on the unit's command line or, for a router's model, in its preset section.
+    Every change is proved before anything is written, by resolving the instance again as it would start
+    with the change; a setting that would not change, or that is set somewhere this module does not write
+    (no unit, an C(EnvironmentFile=), the service manager's environment, a file in another mount namespace),
+    is left alone and listed in C(open) with the reason.
   - Units under C(/etc/systemd/system) are edited in place; vendor units get a drop-in
     C(/etc/systemd/system/<unit>.d/50-homelab-postmortem.conf) (an C(ExecStart=) override starts
     with the empty reset line); Quadlet C(.container) files get C(Exec=) and C([Service] Restart=)
@@ -31,7 +37,7 @@ description:
     written atomically; check mode returns the exact diff and writes nothing.
   - It never reloads systemd or restarts anything; the C(homelab.postmortem.llama_server) role does
     that when asked. Instances that no systemd service starts are returned in C(unmanaged) with the
-    manual step, and are not touched.
+    manual step.
 options:
   cache_ram_off:
     description: Turn the RAM prompt cache off on instances that serve LoRA adapters with it on.
@@ -74,7 +80,9 @@ EXAMPLES = r'''
 
 RETURN = r'''
 units:
-  description: One entry per unit that needed a change, with the fixes applied and the files written.
+  description:
+    - One entry per unit that needed a change or whose servers must restart to read a changed config.ini or
+      preset, with the fixes applied and the files written.
   returned: always
   type: list
   elements: dict
@@ -86,10 +94,21 @@ units:
       files: [/etc/systemd/system/llama.service.d/50-homelab-postmortem.conf]
       changed: true
 unmanaged:
-  description: Instances no systemd service starts, with the manual step. Nothing is changed for them.
+  description: Instances no systemd service starts, with the manual step (a changed file still needs them restarted).
   returned: always
   type: list
   elements: dict
+open:
+  description:
+    - Fixes that were not made, each with the reason; the finding stays open for them.
+    - A fix is only made when resolving the instance again with the change gives the safe setting.
+  returned: always
+  type: list
+  elements: dict
+  sample:
+    - {instance: llama-server pid 4242, pid: 4242, fix: cache_ram_off,
+       reason: "llama.service: LLAMA_ARG_CACHE_RAM is set in EnvironmentFile=/etc/default/llama; change it there"}
+  version_added: 0.2.0
 global_path_open:
   description:
     - Instances that serve LoRA adapters with prompt caching on and that I(no_cache_prompt) did not
@@ -110,38 +129,10 @@ backups:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, hostio
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix as llama_unit_fix
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
-
-
-MANUAL_STEPS = {
-    'cache_ram_off': 'add --cache-ram 0',
-    'no_cache_prompt': 'add --no-cache-prompt',
-    'restart_on_failure': 'have its supervisor restart it when it crashes',
-    'disable_sleep': 'add --sleep-idle-seconds -1',
-}
-
-
-def needed_fixes(ctx, process, params):
-    """(fixes, caching): what this instance needs, from the same facts the detections use."""
-    environ = process.environ() or {}
-    wants_cache = wants_no_caching = False
-    caching = (None, None)
-    if llama_server.lora_adapters(process.argv):
-        value, _source, _problems = llama_server.resolve_configured(ctx, llama_server.CACHE_RAM, process, environ)
-        wants_cache = bool(params['cache_ram_off']) and llama_server.as_int(value) != 0
-        enabled, source, _problems = llama_server.cache_prompt(ctx, process, environ)
-        caching = (enabled is not False, source)
-        wants_no_caching = bool(params['no_cache_prompt']) and caching[0]
-    seconds = llama_server.as_int(llama_server.resolve(llama_server.SLEEP_IDLE_SECONDS, process.argv, environ)[0])
-    sleeping = seconds is not None and seconds >= 0
-    return {'cache_ram_off': wants_cache,
-            'no_cache_prompt': wants_no_caching,
-            'restart_on_failure': bool(params['restart_on_failure'] and sleeping),
-            'disable_sleep': bool(params['disable_sleep'] and sleeping)}, caching
 
 
 def main():
@@ -156,52 +147,15 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
     ctx = AuditContext(which=module.get_bin_path)
-    processes, _problems = llama_server.processes(ctx)
-    per_unit, unmanaged, global_path_open = {}, [], []
-    for process in processes:
-        fixes, caching = needed_fixes(ctx, process, params)
-        if caching[0] and not fixes['no_cache_prompt']:
-            global_path_open.append({'pid': process.pid, 'cache_prompt_source': caching[1]})
-        if not any(fixes.values()):
-            continue
-        unit, scope = hostio.systemd_unit_from_cgroup(process.cgroup_lines())
-        if unit is None or scope != 'system':
-            unmanaged.append({'pid': process.pid, 'fixes': fixes,
-                              'manual': 'not started by a system service: change it by hand: %s'
-                                        % '; '.join(MANUAL_STEPS[k] for k, v in fixes.items() if v)})
-            continue
-        if params['units'] and unit not in params['units']:
-            continue
-        entry = per_unit.setdefault(unit, {'unit': unit, 'pids': [], 'fixes': dict((k, False) for k in fixes)})
-        entry['pids'].append(process.pid)
-        for key, value in fixes.items():
-            entry['fixes'][key] = entry['fixes'][key] or value
-
-    systemctl = module.get_bin_path('systemctl')
-    results, diffs, writes = [], [], []
-    for unit, entry in sorted(per_unit.items()):
-        if not systemctl:
-            module.fail_json(msg='systemctl not found, but %s is a systemd service' % unit)
-        try:
-            props = hostio.systemd_show(ctx.run_command, systemctl, unit, ['FragmentPath', 'SourcePath', 'DropInPaths'])
-            changes, mode = llama_unit_fix.plan(unit, props.get('FragmentPath'), props.get('SourcePath'),
-                                                (props.get('DropInPaths') or '').split(),
-                                                llama_unit_fix.Fixes(**entry['fixes']))
-        except HostInputError as exc:
-            module.fail_json(msg='%s: %s; no file was changed' % (unit, exc), units=results)
-        entry.update(mode=mode, files=[c[0] for c in changes], changed=bool(changes))
-        results.append(entry)
-        for path, before, after in changes:
-            diffs.append(dict(before_header=path, after_header=path, before=before or '', after=after))
-            writes.append((path, before, after))
-
+    try:
+        result, writes = server_fix.plan_and_prove(ctx, module.params, module.get_bin_path('systemctl'))
+    except HostInputError as exc:
+        module.fail_json(msg='%s; no file was changed' % exc)
     backups = []
     if writes and not module.check_mode:
-        backups = filewrite.write_all(module, writes, params['backup'])
-    module.exit_json(changed=bool(writes), units=results, unmanaged=unmanaged, global_path_open=global_path_open,
-                     backups=backups, diff=diffs)
+        backups = filewrite.write_all(module, writes, module.params['backup'])
+    module.exit_json(changed=bool(writes), backups=backups, **result)
 
 
 if __name__ == '__main__':

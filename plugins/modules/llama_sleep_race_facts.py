@@ -24,8 +24,11 @@ description:
     (32 of 32 sends 46 to 34 ms before the sleep).
   - Status C(at_risk) - sleep mode is on (C(>= 0)); the summary says whether a crash would be restarted
   - Status C(ok) - sleep mode is off
-  - Status C(error) - a value that is not a number, a preset that is not text or cannot be read
-  - Status C(unknown) - a listed preset file that does not exist
+  - Status C(error) - a value llama-server refuses (not a number), a preset that is not text, cannot be read or
+    does not parse
+  - Status C(unknown) - a listed preset file that does not exist; a value llama-server refuses (0); a configuration
+    not read in full (an unknown build's rules disagree, a config file changed after the server started) where it
+    would otherwise be C(ok)
   - Status C(not_applicable) - no llama-server process and no preset
   - 'Returns C(ansible_facts.postmortem.llama_sleep_race); the same detection runs in M(homelab.postmortem.audit_facts)
     with C(checks: [llama_sleep_race]), with every other detection in one round trip.'
@@ -75,10 +78,12 @@ ansible_facts:
           description:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
               C(remediation), C(references)).
-            - 'Per process: C(pid), C(argv) (API keys and tokens redacted), C(sleep_idle_seconds), C(source), C(supervisor)
-              (C(unit), C(scope), C(restart), C(crash_restarted), C(n_restarts), C(fragment_path), C(drop_ins),
-              or C(reason) when it could not be told). Per preset section: C(file), C(section), C(defined_in), C(sleep_idle_seconds),
-              C(used_by), C(overridden_by).'
+            - 'Per instance: C(kind), C(pid) (or C(router_pid), C(file), C(section)), C(argv) (API keys and tokens
+              redacted), C(build), C(rules), C(sleep_idle_seconds), C(source) (C(path:line [section]), C(argv[i]
+              --sleep-idle-seconds N), C(router argv[i] ...) or C(default)), C(config_files), C(config_problems),
+              C(supervisor) (C(unit), C(scope), C(restart), C(crash_restarted), C(n_restarts), C(fragment_path),
+              C(drop_ins), or C(reason) when it could not be told; a router''s model: its router''s), C(router)
+              for a running router child.'
           returned: always
           type: dict
           sample:

@@ -62,9 +62,11 @@ ansible_facts:
           description:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
               C(remediation), C(references)).
-            - 'Per process: C(pid), C(argv), C(spec_types), C(spec_type_source), C(draft_model), C(spec_default),
-              and with the probe C(probe.slots_speculative), C(tokens), C(after_first), C(empty_alternatives), C(zero_logprob),
-              C(first_alternatives), C(n_probs), C(verdict), C(reason).'
+            - 'Per instance: C(kind), C(pid) (or C(router_pid), C(file), C(section)), C(argv), C(build), C(rules),
+              C(speculation) (true, false, or null when it cannot be told), C(spec_types), C(spec_type_sources)
+              (where each C(--spec-type)/C(--spec-default) came from, in the order applied), C(draft_model), C(reason),
+              C(config_files), C(config_problems), and with the probe C(probe.slots_speculative), C(tokens), C(after_first),
+              C(empty_alternatives), C(zero_logprob), C(first_alternatives), C(n_probs), C(verdict), C(reason).'
           returned: always
           type: dict
           sample:

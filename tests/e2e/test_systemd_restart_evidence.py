@@ -24,7 +24,7 @@ def install_units(container):
     script = []
     for unit, (args, service, dropin) in UNITS.items():
         script.append("printf '%%s\\n' '[Unit]' 'Description=%s' '[Service]' "
-                      "'ExecStart=/opt/llama/llama-server -m %s -c 512 -np 1 %s' '%s' > /etc/systemd/system/%s"
+                      "'ExecStart=/opt/llama/llama-server -m %s -c 512 -np 1 --no-repack %s' '%s' > /etc/systemd/system/%s"
                       % (unit, MODEL, args, service, unit))
         if dropin:
             script.append("mkdir -p /etc/systemd/system/%s.d && printf '%%s\\n' '[Service]' '%s' > /etc/systemd/system/%s.d/restart.conf"
@@ -69,6 +69,6 @@ def test_restart_setting_of_the_owning_unit_is_evidence(tmp_path, systemd_contai
 
     # No sleep flag: ok, and no supervisor lookup is needed.
     nosleep = [i for i in finding['evidence']['instances'] if '--sleep-idle-seconds' not in i['evidence']['argv']]
-    assert [i['status'] for i in nosleep] == ['ok']
+    assert [i['status'] for i in nosleep] == ['ok'], nosleep
     assert '2 would stay down' not in finding['summary'] and '1 would stay down after a crash' in finding['summary']
     assert os.path.basename(by_unit['llama-norestart.service']['evidence']['argv'][0]) == 'llama-server'

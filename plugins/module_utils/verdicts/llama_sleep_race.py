@@ -11,9 +11,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, worst_instance
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, worst_instance
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race as DETECTION
+
+# --sleep-idle-seconds has no environment variable (arg.cpp l.3820-3828 sets none): a server started
+# with this one never slept (measured), so it is only a note.
+IGNORED_SLEEP_ENV = 'LLAMA_ARG_SLEEP_IDLE_SECONDS'
 
 
 def _restart_text(sup):
@@ -26,72 +31,45 @@ def _restart_text(sup):
     return 'whether a crash is restarted is unknown (%s)' % sup.get('reason')
 
 
-def _process_instance(ctx, process):
-    environ = process.environ()
-    value, source = llama_server.resolve(llama_server.SLEEP_IDLE_SECONDS, process.argv, environ or {})
-    seconds = llama_server.as_int(value)
-    evidence = {
-        'pid': process.pid,
-        'argv': llama_server.redact_argv(process.argv),
-        'sleep_idle_seconds': seconds if seconds is not None else value,
-        'source': source,
-    }
-    if process.environ_problem:
-        evidence['environ'] = process.environ_problem
-    if environ and llama_server.IGNORED_SLEEP_ENV in environ:
-        evidence['note'] = ('%s=%s is set, but llama-server does not read it (no environment variable '
-                            'for --sleep-idle-seconds); it does not turn sleep on'
-                            % (llama_server.IGNORED_SLEEP_ENV, environ[llama_server.IGNORED_SLEEP_ENV]))
-    name = llama_server.describe_process(process)
-    if seconds is None:
-        return instance(name, 'error', '%s: --sleep-idle-seconds %r is not a number.' % (name, value), evidence)
-    if seconds < 0:
-        return instance(name, 'ok', '%s: sleep mode is off.' % name, evidence)
-    sup = llama_server.supervisor(ctx, process)
-    evidence['supervisor'] = sup
-    summary = '%s sleeps after %d s idle (%s); %s.' % (name, seconds, source, _restart_text(sup))
-    return instance(name, 'at_risk', summary, evidence)
+def _supervision(ctx, inst):
+    """(supervisor evidence or None, words for the summary)."""
+    if inst.process is None:
+        return None, 'no running router uses this preset, so the restart setting is unknown'
+    sup = llama_server.supervisor(ctx, inst.process)
+    if inst.kind == 'child':
+        return sup, 'its router pid %d: %s' % (inst.process.pid, _restart_text(sup))
+    return sup, _restart_text(sup)
 
 
-def _preset_instances(ctx, path, routers):
-    sections, problem = llama_server.read_preset(path, routers)
-    if problem:
-        return problem
-    found = []
-    router_override = llama_server.router_value(routers, llama_server.SLEEP_IDLE_SECONDS)
-    model_sections = [s for s in sections if s not in ('', '*')] or ['*']
-    for section in sorted(model_sections):
-        value, where = llama_server.preset_value(sections, section, llama_server.SLEEP_IDLE_SECONDS)
-        if value is None:
-            continue
-        seconds = llama_server.as_int(value)
-        name = 'preset %s [%s]' % (path, section)
-        evidence = {'file': path, 'section': section, 'defined_in': '[%s] line %d' % where,
-                    'sleep_idle_seconds': seconds if seconds is not None else value,
-                    'used_by': [r.pid for r in routers]}
-        if router_override:
-            evidence['overridden_by'] = 'command line of router pid %d: --sleep-idle-seconds %s' % router_override
-            override_seconds = llama_server.as_int(router_override[1])
-            if override_seconds is not None:
-                seconds = override_seconds
-                evidence['sleep_idle_seconds'] = seconds
-        if seconds is None:
-            found.append(instance(name, 'error', '%s: sleep-idle-seconds = %r is not a number.' % (name, value), evidence))
-        elif seconds < 0:
-            found.append(instance(name, 'ok', '%s: sleep mode is off.' % name, evidence))
-        else:
-            if routers:
-                sup = llama_server.supervisor(ctx, routers[0])
-                evidence['supervisor'] = sup
-                restart = _restart_text(sup)
-            else:
-                restart = 'no running router uses this preset, so the restart setting is unknown'
-            found.append(instance(name, 'at_risk', '%s sleeps after %d s idle; %s.' % (name, seconds, restart), evidence))
-    return found
+def _instance(ctx, inst):
+    environ = inst.server.environ or {}
+    supervision = []
+
+    def judge_config(config):
+        seconds, where, refusal = llama_config.int_value(config, llama_config.SLEEP_IDLE_SECONDS)
+        evidence = {'sleep_idle_seconds': seconds, 'source': where}
+        if IGNORED_SLEEP_ENV in environ:
+            evidence['note'] = ('%s=%s is set, but llama-server does not read it (no environment variable '
+                                'for --sleep-idle-seconds); it does not turn sleep on'
+                                % (IGNORED_SLEEP_ENV, environ[IGNORED_SLEEP_ENV]))
+        if refusal:
+            return 'unknown', ('%s: --sleep-idle-seconds %d (%s), which llama-server refuses (%s): it does not run '
+                               'with what was read here.' % (inst.name, seconds, where, refusal)), evidence
+        if seconds < 0:
+            return 'ok', '%s: sleep mode is off (%s).' % (inst.name, where), evidence
+        if not supervision:
+            supervision.append(_supervision(ctx, inst))
+        sup, restart = supervision[0]
+        if sup is not None:
+            evidence['supervisor'] = sup
+        return 'at_risk', '%s sleeps after %d s idle (%s); %s.' % (inst.name, seconds, where, restart), evidence
+
+    return llama_server.judge(inst, judge_config)
 
 
 def judge(ctx, settings):
-    instances, evidence = llama_server.collect(ctx, settings.get('preset_paths'), _process_instance, _preset_instances)
+    found, evidence = llama_server.instances(ctx, settings.get('preset_paths'))
+    instances = [i if isinstance(i, dict) else _instance(ctx, i) for i in found]
     if not ctx.live:
         evidence['note'] = 'image audit (root=%s): no processes to read; only listed preset files were checked' % ctx.root
     if not instances:

@@ -11,49 +11,69 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, worst_instance
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, worst_instance
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs as DETECTION
 
 
-def _process_instance(ctx, process):
-    environ = process.environ() or {}
-    evidence = llama_server.process_evidence(process)
-    value, source = llama_server.resolve(llama_server.SPEC_TYPE, process.argv, environ)
-    types = [t.strip() for t in (value or '').split(',') if t.strip() and t.strip() != 'none']
-    draft, _draft_source = llama_server.resolve(llama_server.SPEC_DRAFT_MODEL, process.argv, environ)
-    spec_default = llama_server.has_flag(process.argv, '--spec-default')
-    if spec_default and not types:
-        types = ['default']
-    evidence.update(spec_types=types, spec_type_source=source, draft_model=draft, spec_default=spec_default)
-    name = llama_server.describe_process(process)
-    if types:
-        status, summary = 'at_risk', ('%s speculates (%s): logprobs of tokens after the first will be 0.0 '
-                                      'with no alternatives.' % (name, ', '.join(types)))
-    else:
-        status, summary = 'ok', '%s does not speculate.' % name
-        if draft:
-            evidence['note'] = 'a draft model is loaded (-md) but no --spec-type: -md alone does not turn speculation on'
+# the rules llama_config.speculation reads
+SPEC_RULES = ('spec_type_list', 'spec_type_accumulates', 'draft_needs_type', 'draft_simple_throws', 'draft_type_from_gguf')
+
+
+def _draft_reader(view):
+    def draft_kind(path):
+        # Imported here: only a draft model with no --spec-type on b10423 or later needs its header.
+        from ansible_collections.homelab.postmortem.plugins.module_utils.llama import gguf
+        try:
+            return gguf.draft_kind(view.host_path(path))
+        except hostio.ReadProblem as problem:
+            return None, problem.reason
+    return draft_kind
+
+
+def _instance(ctx, inst):
+    draft_kind = _draft_reader(inst.server.view)
+
+    def judge_config(config):
+        spec = llama_config.speculation(config, draft_kind)
+        evidence = {'speculation': spec['on'], 'spec_types': spec['types'], 'spec_type_sources': spec['where'],
+                    'draft_model': spec['draft_model'], 'reason': spec['reason']}
+        if spec['on'] is True:
+            return 'at_risk', ('%s speculates (%s): logprobs of tokens after the first will be 0.0 with no '
+                               'alternatives.' % (inst.name, spec['reason'])), evidence
+        if spec['on'] is None:
+            return 'at_risk', ('%s may speculate: %s; logprobs after the first token would then be placeholders.'
+                               % (inst.name, spec['reason'])), evidence
+        return 'ok', '%s does not speculate (%s).' % (inst.name, spec['reason']), evidence
+
+    entry = llama_server.judge(inst, judge_config, SPEC_RULES)
     if 'spec_logprobs' in ctx.probes:
-        # Imported here, when the probe runs: probes are opt-in, and every module the audit imports
-        # is compiled from the payload on every host, every run.
-        from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
-        base, key, reason = llama_server.probe_target(process)
-        measured = llama_probes.spec_logprobs(base, key) if base else {'verdict': 'unknown', 'reason': reason}
-        evidence['probe'] = measured
-        if measured['verdict'] == 'affected':
-            status, summary = 'affected', ('Measured: %d of %d tokens after the first came back with logprob 0.0 and '
-                                           'no alternatives (asked for %d).'
-                                           % (measured['empty_alternatives'], measured['after_first'], measured['n_probs']))
-        elif measured['verdict'] == 'ok':
-            status, summary = 'ok', 'Measured: %s.' % measured['reason']
-        else:
-            summary = '%s (probe: %s)' % (summary, measured.get('reason'))
-    return instance(name, status, summary, evidence)
+        _probe(inst, entry)
+    return entry
+
+
+def _probe(inst, entry):
+    # Imported here, when the probe runs: probes are opt-in, and every module the audit imports
+    # is compiled from the payload on every host, every run.
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import probes as llama_probes
+    base, key, reason = llama_server.probe_target(inst, inst.config(inst.rule_sets[-1]))
+    measured = llama_probes.spec_logprobs(base, key) if base else {'verdict': 'unknown', 'reason': reason}
+    entry['evidence']['probe'] = measured
+    if measured['verdict'] == 'affected':
+        entry['status'], entry['summary'] = 'affected', (
+            'Measured: %d of %d tokens after the first came back with logprob 0.0 and no alternatives (asked for %d).'
+            % (measured['empty_alternatives'], measured['after_first'], measured['n_probs']))
+    elif measured['verdict'] == 'ok':
+        entry['status'], entry['summary'] = 'ok', 'Measured: %s.' % measured['reason']
+    else:
+        entry['summary'] = '%s (probe: %s)' % (entry['summary'], measured.get('reason'))
 
 
 def judge(ctx):
-    instances, evidence = llama_server.collect(ctx, None, _process_instance)
+    found, evidence = llama_server.instances(ctx)
+    instances = [i if isinstance(i, dict) else _instance(ctx, i) for i in found]
     evidence['probe_requested'] = 'spec_logprobs' in ctx.probes
     if not instances:
         return make_finding(DETECTION, 'not_applicable', 'No llama-server process found.', evidence=evidence)

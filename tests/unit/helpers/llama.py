@@ -10,20 +10,41 @@ def put(path, data):
         handle.write(data if isinstance(data, bytes) else data.encode())
 
 
-def proc(tmp_path, pid, argv, environ=None, cgroup='0::/user.slice/session-1.scope\n'):
+def proc(tmp_path, pid, argv, environ=None, cgroup='0::/user.slice/session-1.scope\n', root='/', cwd=None, uid=0,
+         ppid=1, exe=None):
+    """A fake /proc/PID: cmdline, environ, cgroup, stat (ppid), status (uid), and the process's view of
+    the file system (``root``: /proc/PID/root, the host's own by default; ``cwd``), and /proc/PID/exe
+    (``exe``; by default /usr/bin/<argv[0]'s name>, which need not exist: ctx() answers its --version)."""
     base = str(tmp_path / 'proc' / str(pid))
     put(os.path.join(base, 'cmdline'), b'\x00'.join(a.encode() for a in argv) + b'\x00')
     put(os.path.join(base, 'environ'), b'\x00'.join(('%s=%s' % kv).encode() for kv in (environ or {}).items()))
     put(os.path.join(base, 'cgroup'), cgroup)
+    put(os.path.join(base, 'stat'), '%d (%s) S %d 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n'
+        % (pid, os.path.basename(argv[0])[:15], ppid))
+    if uid is not None:
+        put(os.path.join(base, 'status'), 'Name:\tx\nUid:\t%d\t%d\t%d\t%d\n' % (uid, uid, uid, uid))
+    os.symlink(str(root), os.path.join(base, 'root'))
+    os.symlink(exe or '/usr/bin/' + os.path.basename(argv[0]), os.path.join(base, 'exe'))
+    if cwd:
+        os.symlink(str(cwd), os.path.join(base, 'cwd'))
 
 
-def ctx(tmp_path, systemctl=None, settings=None):
+VERSION = 'version: 0.6.0 (build %d, commit 0123abc)\nbuilt with GNU 12.2.0 for Linux x86_64\n'
+
+
+def ctx(tmp_path, systemctl=None, settings=None, build=11434):
+    """An audit context over tmp_path/proc. Commands go to ``systemctl(cmd)``; without it, a server's
+    `--version` answers as a llama-server of ``build`` does (on stderr; None: no answer)."""
     os.makedirs(str(tmp_path / 'proc'), exist_ok=True)
     calls = []
 
     def run_command(cmd):
         calls.append(cmd)
-        return systemctl(cmd) if systemctl else (127, '', 'no systemctl')
+        if systemctl:
+            return systemctl(cmd)
+        if cmd[-1] == '--version' and build is not None:
+            return 0, '', VERSION % build
+        return 127, '', 'no systemctl'
 
     context = AuditContext(root='/', live=True, proc_root=str(tmp_path / 'proc'), sys_root=str(tmp_path / 'sys'),
                            kernel_release='6.18.0', run_command=run_command,

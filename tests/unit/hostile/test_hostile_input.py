@@ -15,6 +15,7 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
@@ -105,11 +106,19 @@ def test_a_huge_preset_is_bounded(tmp_path):
     assert len(json.dumps(finding)) < 200000
 
 
-def test_numbers_that_are_not_finite_or_ascii_are_not_numbers():
-    assert llama_server.lora_adapters(['llama-server', '--lora-scaled', 'a.gguf:nan'])[0]['scale'] is None
-    assert llama_server.lora_adapters(['llama-server', '--lora-scaled', 'a.gguf:-inf'])[0]['scale'] is None
-    assert llama_server.lora_adapters(['llama-server', '--lora-scaled', 'a.gguf:0.5'])[0]['scale'] == 0.5
+def test_numbers_that_are_not_finite_or_ascii_are_not_numbers(tmp_path):
+    def adapters(value):
+        view = llama_config.FileView(AuditContext(root=str(tmp_path), live=True))
+        config = llama_config.resolve(llama_config.Server(['llama-server', '--lora-scaled', value], {}, view), {})
+        return llama_config.lora_adapters(config)
+    assert adapters('a.gguf:nan')[0] == [] and 'not FNAME:SCALE' in adapters('a.gguf:nan')[1][0]
+    assert adapters('a.gguf:-inf')[0] == [] and adapters('a.gguf:0.5')[0][0]['scale'] == 0.5
     assert llama_server.as_int('٣') is None and llama_server.as_int('9' * 5000) is None
+    # std::stoi reads ASCII digits only, and a number beyond an int is refused
+    with pytest.raises(llama_config.ValueRefused):
+        llama_config.stoi('٣')
+    with pytest.raises(llama_config.ValueRefused):
+        llama_config.stoi('9' * 5000)
     assert hostio.version_tuple('９.1') is None
 
 

@@ -58,10 +58,10 @@ def test_llama_spec_logprobs_names_its_worst_instance(tmp_path):
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import llama_spec_logprobs
     instances = [{'name': 'llama-server pid 1', 'status': 'unknown', 'summary': 'cannot tell', 'evidence': {}},
                  {'name': 'llama-server pid 2', 'status': 'at_risk', 'summary': 'speculates: placeholders', 'evidence': {}}]
-    original = llama_server.collect
+    original = llama_server.instances
     try:
-        llama_server.collect = lambda ctx, _a, _b: (instances, {})
+        llama_server.instances = lambda ctx, *_a: (instances, {})
         finding = llama_spec_logprobs.judge(type('Ctx', (), {'probes': ()})())
     finally:
-        llama_server.collect = original
+        llama_server.instances = original
     assert finding['status'] == 'at_risk' and finding['summary'].endswith('speculates: placeholders')

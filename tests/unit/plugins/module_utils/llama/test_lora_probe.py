@@ -8,7 +8,6 @@ import math
 import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import lora_probe
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix
 
 
 def run(cache_n, distance, disagrees=None, scale_effect=0.38):
@@ -94,16 +93,3 @@ def test_distance_bounds_tokens_outside_the_other_list():
     assert shifted == pytest.approx(0.5 * (0.3 + 0.0 + 0.3))
     value, disagrees = lora_probe.compare({'distribution': None, 'content': 'x'}, {'distribution': same, 'content': 'y'})
     assert value is None and disagrees is True
-
-
-@pytest.mark.parametrize('args,expected', [
-    (['llama-server', '-m', 'm'], ['llama-server', '-m', 'm', '--no-cache-prompt']),
-    (['llama-server', '--cache-prompt', '-m', 'm'], ['llama-server', '--no-cache-prompt', '-m', 'm']),
-    (['llama-server', '--cache_prompt'], ['llama-server', '--no-cache-prompt']),
-    (['llama-server', '--no-cache-prompt'], ['llama-server', '--no-cache-prompt']),
-    (['llama-server', '--no-cache-prompt', '--cache-prompt'], ['llama-server', '--no-cache-prompt', '--no-cache-prompt']),
-])
-def test_caching_off_edits_the_least_and_is_idempotent(args, expected):
-    edited = unit_fix.caching_off(args, 1)
-    assert edited == expected
-    assert unit_fix.caching_off(edited, 1) == edited

@@ -1,31 +1,38 @@
-"""One argv reader for llama-server: llama.cpp (b11434, common/arg.cpp) turns '_' into '-' in an argument
-that starts with '--' before it looks the name up, so every option the detections read must be found
-under its underscore spelling too."""
+"""llama/server.py: which instances a host has, and the options the detections read under every spelling.
+
+llama.cpp (b11434, common/arg.cpp l.819-822) turns '_' into '-' in an argument that starts with '--'
+before it looks the name up, so every option the detections read must be found under its underscore
+spelling too."""
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 
-OPTIONS = [(name, value) for name, value in vars(server).items() if isinstance(value, server.Option)]
+from ....helpers.llama import ctx, proc
 
-
-@pytest.mark.parametrize('name,option', OPTIONS, ids=[n for n, _o in OPTIONS])
-def test_every_option_is_read_under_its_underscore_spelling(name, option):
-    long_names = [n for n in option.names if n.startswith('--') and '-' in n[2:]]
-    if not long_names:
-        pytest.skip('%s has no long name with a dash' % name)
-    spelled = long_names[0][:2] + long_names[0][2:].replace('-', '_')
-    argv = ['llama-server', spelled, 'v1,v2', spelled, 'v3']
-    assert server.from_argv(argv, option) == 'v3'
-    assert server.all_from_argv(argv, option) == ['v1', 'v2', 'v3']
+READ = [llama_config.SLEEP_IDLE_SECONDS, llama_config.CACHE_RAM, llama_config.LORA, llama_config.LORA_SCALED,
+        llama_config.SPEC_TYPE, llama_config.SPEC_DRAFT_MODEL, llama_config.MODELS_PRESET, llama_config.HOST,
+        llama_config.PORT, llama_config.API_KEY, llama_config.ALIAS]
 
 
-def test_lora_scaled_with_an_underscore_is_an_adapter():
-    """`llama-server --lora_scaled a.gguf:0.5` used to have no adapter for llama_lora_cache (a missed finding)."""
-    assert server.lora_adapters(['llama-server', '-m', 'm.gguf', '--lora_scaled', 'a.gguf:0.5', '--lora', 'b.gguf']) == [
-        {'path': 'b.gguf', 'scale': 1.0}, {'path': 'a.gguf', 'scale': 0.5}]
+@pytest.mark.parametrize('option', READ, ids=[o.key for o in READ])
+def test_every_option_is_read_under_its_underscore_spelling(tmp_path, option):
+    spelled = option.key[:2] + option.key[2:].replace('-', '_')
+    value = {'int': '7', 'string': 'v1:1'}[option.kind]
+    proc(tmp_path, 5, ['llama-server', '-m', 'm', spelled, value])
+    inst = llama_server.instances(ctx(tmp_path))[0][0]
+    setting = inst.config(inst.rule_sets[0]).last(option)
+    assert setting is not None and setting.raw == value and setting.where.startswith('argv[3] ' + spelled)
 
 
-def test_flags_are_read_under_their_underscore_spelling():
-    assert server.has_flag(['llama-server', '--no_cache_prompt'], server.CACHE_PROMPT_OFF)
-    assert server.last_flag(['llama-server', '--cache_prompt', '--no_cache_prompt'], server.CACHE_PROMPT.names,
-                            (server.CACHE_PROMPT_OFF,)) is False
+def test_instances_and_what_is_not_one(tmp_path):
+    """A `llama` running another subcommand is not a server (app/llama.cpp l.64-78); a model-less
+    llama-server is a router (server.cpp l.150-153) whose own process is not an instance."""
+    proc(tmp_path, 1, ['llama', 'cli', '-m', 'm'])
+    proc(tmp_path, 2, ['/usr/bin/llama', 'server', '-m', 'm'])
+    proc(tmp_path, 3, ['llama-server', '--port', '9000'])
+    proc(tmp_path, 4, ['llama-server', '--port', '9001'], environ={'LLAMA_ARG_MODEL': '/m.gguf'})
+    found, evidence = llama_server.instances(ctx(tmp_path))
+    assert sorted(i.name for i in found) == ['llama serve pid 2', 'llama-server pid 4',
+                                             'router pid 3, models from its cache or --models-dir']
+    assert evidence['routers'] == [3] and evidence['llama_server_processes'] == 3
