@@ -11,9 +11,11 @@ clock); here the drift lines, the gate's exit code and the metrics are what each
 import json
 import os
 import shutil
+import subprocess
 
-from helpers import free_port, local_host, run_audit
+from helpers import BUILD, REPO_ROOT, VENV_BIN, ansible_env, free_port, local_host, run_audit
 
+WRAPPER_TEMPLATE = os.path.join(REPO_ROOT, 'roles', 'audit_schedule', 'templates', 'run-audit.sh.j2')
 GATE = {'postmortem_checks': ['pi_ir_tx'], 'postmortem_fail_on': 'at_risk', 'postmortem_fail_on_new_only': True,
         'postmortem_fail_on_unaudited': False}
 
@@ -201,3 +203,52 @@ def test_nothing_audited_fails_whatever_the_cause_and_never_destroys_the_last_go
     # A good run is the last good report now: no older copy is left to be taken for it.
     assert not [p for p in os.listdir(str(fleet.reports)) if 'last-good' in p]
     assert metrics(fleet.textfiles / 'postmortem.prom')['homelab_postmortem_nothing_audited'] == 0
+
+
+def render_wrapper(tmp_path, inventory, report_dir, archive_dir):
+    """audit_schedule's run-audit, rendered from the role's template by Ansible itself, around this
+    checkout's virtualenv and installed collection."""
+    wrapper = tmp_path / 'run-audit'
+    variables = {
+        'audit_schedule_name': 'homelab-postmortem-audit', 'audit_schedule_timeout': 600, 'audit_schedule_keep': 5,
+        '_audit_schedule_venv': os.path.dirname(VENV_BIN), '_audit_schedule_collections': os.path.join(BUILD, 'collections'),
+        '_audit_schedule_vars_file': str(tmp_path / 'audit-vars.json'), '_audit_schedule_lock': str(tmp_path / 'audit.lock'),
+        '_audit_schedule_report_dir': str(report_dir), '_audit_schedule_archive_dir': str(archive_dir),
+        '_audit_schedule_inventories': [str(inventory)], 'audit_schedule_playbook_args': [], 'audit_schedule_environment': {},
+        'ansible_python_interpreter': os.path.join(VENV_BIN, 'python')}
+    (tmp_path / 'audit-vars.json').write_text(json.dumps({'postmortem_checks': ['pi_ir_tx'], 'postmortem_report_dir': str(report_dir)}))
+    playbook = tmp_path / 'render.yml'
+    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'tasks': [
+        {'ansible.builtin.template': {'src': WRAPPER_TEMPLATE, 'dest': str(wrapper), 'mode': '0755'}}]}]))
+    rendered = subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), str(playbook), '-i', 'localhost,', '-c', 'local',
+                               '-e', json.dumps(variables)], env=ansible_env(), capture_output=True, text=True, timeout=120,
+                              check=False)
+    assert rendered.returncode == 0, rendered.stdout + rendered.stderr
+    return wrapper
+
+
+def test_audit_schedules_archive_keeps_the_last_good_report_and_leaves_a_remediation_report_out(tmp_path):
+    reports, archive = tmp_path / 'report', tmp_path / 'archive'
+    archive.mkdir()  # the role makes it
+    inventory = tmp_path / 'inventory.json'
+    wrapper = render_wrapper(tmp_path, inventory, reports, archive)
+
+    def night(hosts):
+        inventory.write_text(json.dumps({'all': {'hosts': hosts}}))
+        return subprocess.run(['bash', str(wrapper)], env=ansible_env(), capture_output=True, text=True, timeout=600, check=False)
+
+    good = night({'pi1': up(card(tmp_path, 'pi1'))})
+    assert good.returncode == 0 and 'archived the reports as' in good.stdout, good.stdout + good.stderr
+    with open(str(reports / 'postmortem.json')) as handle:
+        good_at = json.load(handle)['generated_at']
+    (reports / 'postmortem-remediate.json').write_text('{"kind": "remediation"}')  # a remediation run's, by hand
+    bad = night({'pi1': unreachable()})
+    assert bad.returncode == 2, bad.stdout + bad.stderr
+    assert 'this run audited no host: the last good report is kept as %s' % (reports / 'postmortem-last-good.html') in bad.stdout
+    newest = archive / sorted(os.listdir(str(archive)))[-1]
+    copied = sorted(os.listdir(str(newest)))
+    assert 'postmortem-remediate.json' not in copied and 'postmortem-last-good.html' in copied, copied
+    with open(str(newest / 'postmortem-last-good.json')) as handle:
+        assert json.load(handle)['generated_at'] == good_at
+    with open(str(newest / 'postmortem.json')) as handle:
+        assert json.load(handle)['nothing_audited'].startswith('none of the 1 host(s) could be audited (1 unreachable)')
