@@ -36,7 +36,6 @@ import json
 import os
 import stat
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import SCHEMA_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import parse_stamp
 

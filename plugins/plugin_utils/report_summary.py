@@ -347,8 +347,8 @@ def accept_lines(report):
     lines = [fit(line + '.')]
     expired = accept.get('expired_entries') or []
     if expired:
-        lines.append(fit('  expired: %s' % _names(['#%d %s/%s (since %s)' % (e['number'], e['host'], e['check'], e['expires'])
-                                                    for e in expired], WIDTH - len('  expired: '))))
+        named = ['#%d %s/%s (since %s)' % (e['number'], e['host'], e['check'], e['expires']) for e in expired]
+        lines.append(fit('  expired: %s' % _names(named, WIDTH - len('  expired: '))))
     unmatched = accept.get('unmatched') or []
     if unmatched:
         lines.append(fit('  %d entr%s match nothing in this run: %s' % (
