@@ -15,7 +15,7 @@ import yaml
 from helpers import REPO_ROOT, free_port, local_host, run_audit
 
 RULES = os.path.join(REPO_ROOT, 'docs', 'prometheus', 'postmortem-alerts.yml')
-RULE_TESTS = os.path.join(REPO_ROOT, 'tests', 'prometheus', 'postmortem-alerts.test.yml')
+RULE_TESTS = os.path.join(REPO_ROOT, 'docs', 'prometheus', 'postmortem-alerts.test.yml')
 
 
 def tool(name):
