@@ -11,7 +11,6 @@ import json
 import os
 import time
 
-import yaml
 from ansible.utils.display import Display
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
@@ -42,6 +41,7 @@ ARGUMENT_SPEC = dict(
     fail_on_new_only=dict(type='bool', default=default('audit_report', 'fail_on_new_only')),
     textfile_dir=dict(type='str', default=default('audit_report', 'textfile_dir')),
     started_at=dict(type='float'),
+    defer_failure=dict(type='bool', default=False),
 )
 
 
@@ -64,36 +64,10 @@ def _accept(report, path):
     """Mark accepted findings; a file that cannot be used (audit_validate checked it before the run,
     but it may have changed since) accepts nothing and says why: the gate then counts every finding."""
     try:
-        entries = accepted.load(path, report_drift.read_bounded, yaml.safe_load)
+        entries = accepted.load(path, report_drift.read_bounded)
     except accepted.AcceptProblem as exc:
         return {'accepted': 0, 'expired': 0, 'unmatched': [], 'problem': str(exc)}
     return dict(accepted.apply(report, entries, datetime.date.today()), file=path)
-
-
-def _compare(report, dest, previous):
-    """(the history to update, the baseline compared with): drift since the previous audit, recorded
-    in report['drift']. A baseline that cannot be used is a note, never a failed run."""
-    history, note = report_drift.read_history(dest)
-    notes = [note] if note else []
-    baseline = None
-    if previous:
-        baseline, found = report_drift.baseline_from_report(os.path.abspath(previous))
-        notes.append(found)
-    else:
-        baseline = report_drift.baseline_from_history(history, dest)
-        if baseline is not None:
-            notes.append('compared with the last audit (%s), recorded in %s' % (baseline.generated_at, baseline.source))
-        elif os.path.lexists(os.path.join(dest, report_files.REPORT_FILES['json'])):
-            # No history yet (a report directory of an earlier version): its report, if it is an audit's.
-            baseline, found = report_drift.baseline_from_report(os.path.join(dest, report_files.REPORT_FILES['json']),
-                                                                audits_only=True)
-            notes.append(found)
-        if baseline is None:
-            notes.append('no earlier audit to compare with: every open finding counts as opened')
-    drift = report_drift.compare(report, baseline, history)
-    drift['note'] = '; '.join(n for n in notes if n)
-    report['drift'] = drift
-    return history, baseline
 
 
 class ActionModule(ControllerAction):
@@ -128,16 +102,28 @@ class ActionModule(ControllerAction):
         dest = os.path.abspath(args['dest'])
         if args['accept']:
             report['accept'] = _accept(report, args['accept'])
-        history, baseline = None, None
+        history = None
         if report['kind'] == 'audit' and hosts:
-            history, baseline = _compare(report, dest, args['previous'])
+            # Only the ids this run knows are compared, kept and made metrics (a host's others never got this far).
+            history, _drift = report_drift.drift_since(report, dest, frozenset(cid for cid, _title in checks),
+                                                       args['previous'])
+        keep_problems = []
+        if report['kind'] == 'audit' and report.get('nothing_audited'):
+            kept, keep_problems = report_files.keep_last_good(dest, report_drift.report_data)
+            if kept:
+                report['last_good'] = kept
         # The summary is printed whatever happens to the files: it is the report of last resort.
-        paths, write_problems = report_files.write(report, dest, args['formats'])
+        if keep_problems:
+            # Never written over a good report that could not be kept.
+            paths, write_problems = {}, keep_problems + ['%s was left as it was' % report_files.REPORT_FILES['json']]
+        else:
+            paths, write_problems = report_files.write(report, dest, args['formats'])
+        if report['kind'] == 'audit' and not report.get('nothing_audited') and 'json' in paths:
+            report_files.forget_last_good(dest)
         if history is not None and os.path.isdir(dest):
             try:
                 report_files.atomic_write(os.path.join(dest, report_drift.HISTORY_FILE),
-                                          [json.dumps(report_drift.next_history(report, history, baseline),
-                                                      separators=(',', ':')), '\n'])
+                                          [json.dumps(report_drift.next_history(report, history), separators=(',', ':')), '\n'])
             except (IOError, OSError) as exc:
                 write_problems.append('the drift history was not written: %s' % (exc.strerror or exc))
         if args['textfile_dir']:
@@ -167,7 +153,7 @@ class ActionModule(ControllerAction):
         if not args['print_summary']:
             result['summary'] = lines
         failures = []
-        if not hosts and args['fail_on_no_hosts']:
+        if report.get('nothing_audited') and args['fail_on_no_hosts']:
             failures.append('%s; set postmortem_fail_on_no_hosts: false to let such a run pass' % report['nothing_audited'])
         if write_problems:
             failures.append('the report could not be written: %s' % '; '.join(write_problems))
@@ -182,7 +168,12 @@ class ActionModule(ControllerAction):
                 len(hits) - len(unaudited), 'new ' if args['fail_on_new_only'] else '', args['fail_on'],
                 (' and %d host(s) that could not be audited' % len(unaudited)) if unaudited else '',
                 '; '.join(hits[:10])))
-        if failures:
+        # The playbooks fail the run in a play of their own on the controller (defer_failure), so that
+        # the recap never counts the gate against the audited host this task happened to run on.
+        gate = {'failed': bool(failures), 'msg': terminal.visible('. '.join(failures)) if failures else None}
+        if args['defer_failure']:
+            result['gate'] = gate
+        elif failures:
             result['failed'] = True
-            result['msg'] = terminal.visible('. '.join(failures))
+            result['msg'] = gate['msg']
         return result

@@ -9,8 +9,6 @@ __metaclass__ = type
 import os
 import time
 
-import yaml
-
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_interface as interface
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
@@ -139,7 +137,7 @@ class ActionModule(ControllerAction):
         accept = task_vars.get('postmortem_accept')
         if accept and isinstance(accept, str):
             try:
-                accepted.load(os.path.abspath(accept), report_drift.read_bounded, yaml.safe_load)
+                accepted.load(os.path.abspath(accept), report_drift.read_bounded)
             except accepted.AcceptProblem as exc:
                 found.append(str(exc))
 

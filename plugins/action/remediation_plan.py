@@ -8,8 +8,6 @@ __metaclass__ = type
 
 import datetime
 
-import yaml
-
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift, report_summary, role_specs, terminal
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
@@ -50,7 +48,7 @@ class ActionModule(ControllerAction):
         entries = []
         if args['accept']:
             try:
-                entries = accepted.load(args['accept'], report_drift.read_bounded, yaml.safe_load)
+                entries = accepted.load(args['accept'], report_drift.read_bounded)
             except accepted.AcceptProblem as exc:
                 result.update(failed=True, msg='no fix was chosen: %s' % exc)
                 return result

@@ -35,7 +35,8 @@ VARIABLES = (
     ('postmortem_fail_on_unaudited', 'bool', True, ('audit', 'remediate'),
      'Hosts that could not be audited fail the gate too.'),
     ('postmortem_fail_on_no_hosts', 'bool', True, ('audit', 'remediate'),
-     'Fail when the run audited no host at all (an empty inventory, a pattern or --limit that matches nothing).'),
+     'Fail when the run audited no host at all, whatever postmortem_fail_on is: none matched (an empty inventory, '
+     'a pattern that matches nothing), or every host was unreachable or failed.'),
     ('postmortem_become', 'bool', False, ('audit', 'remediate'), 'Run the audit with become.'),
     ('postmortem_command_timeout', 'seconds', DEFAULT_COMMAND_TIMEOUT, ('audit', 'remediate'),
      'Seconds one host command may take.'),

@@ -21,6 +21,12 @@ description:
     host x detection grid, colour by status, evidence and fix on click, filter by status).
   - Hosts that were unreachable, or whose audit task failed, appear in every report with
     the reason, and the report is still written.
+  - A remediation run's report (I(before_var) or I(remediation_var)) is written as C(postmortem-remediate.json),
+    C(postmortem-remediate-junit.xml), C(postmortem-remediate.html) and C(postmortem-remediate.prom), beside the
+    audit's files and never over them.
+  - A run that audited no host still replaces C(postmortem.*) (an older report must never look current), but the
+    last good audit's report is first kept as C(postmortem-last-good.json), C(postmortem-last-good-junit.xml) and
+    C(postmortem-last-good.html); the summary names it. A later good audit removes that copy.
   - Prints a compact summary table on the terminal, with each finding that needs attention, its fix
     and its docs page. The summary is printed even when the report files cannot be written; the
     task then fails and says why (not a directory, read-only).
@@ -80,8 +86,9 @@ options:
     default: true
   fail_on_no_hosts:
     description:
-      - Fail when the run audited no host at all (I(hosts) is empty). The report then says so instead
-        of leaving an older one in place.
+      - Fail when the run audited no host at all, whatever I(fail_on) is - I(hosts) is empty, or every host
+        was unreachable or failed. The report then says so, and why per host, instead of leaving an older
+        one in place; C(homelab_postmortem_nothing_audited) is 1 in the metrics.
     type: bool
     default: true
     version_added: 0.2.0
@@ -95,10 +102,14 @@ options:
       - An earlier C(postmortem.json) to compare this audit with. By default the comparison is with the
         last audit recorded in I(dest)'s C(postmortem-history.json); a remediation run's report or a run
         that audited no host is never that baseline unless named here.
-      - Per host and check the report records C(drift) - C(opened) (entered C(affected)/C(at_risk)),
-        C(reopened) (it had been closed by an earlier audit), C(closed) (left them for a measured status),
-        C(unmeasured) (was open, now could not be told); hosts that appeared or vanished. A previous report
-        that cannot be used (corrupt, too large, another schema, not a regular file) is a note, never a failure.
+      - Only measurements move a finding. Per host and check the report records C(drift) - C(opened) (measured
+        C(affected)/C(at_risk) and the last measurement was below, or there was none), C(reopened) (the same,
+        after a measured close), C(closed) (measured C(ok)/C(not_applicable) after C(affected)/C(at_risk)),
+        C(unmeasured) (the last measurement was open and this run could not measure it); since when a host or
+        check has gone unmeasured; hosts that appeared, vanished or were dropped from the history. The history
+        keeps the last measured status per host and check; an unreachable host or an C(unknown) check never
+        replaces it. A previous report that cannot be used (corrupt, too large, another schema, not a regular
+        file) is a note, never a failure.
     type: str
     default: ''
     version_added: 0.2.0
@@ -128,6 +139,14 @@ options:
   started_at:
     description: When the run began (Unix time), for the run's duration in the report and the metrics.
     type: float
+    version_added: 0.2.0
+  defer_failure:
+    description:
+      - Do not fail the task when the gate fails; return its decision in RV(gate) instead, for a later task to act
+        on. The collection's playbooks fail the run in a play of their own on the controller, so that the PLAY
+        RECAP does not count the failure against the audited host this task ran on.
+    type: bool
+    default: false
     version_added: 0.2.0
   print_summary:
     description: Print the summary table on the terminal.
@@ -180,4 +199,9 @@ threshold_hits:
   returned: always
   type: list
   elements: str
+gate:
+  description: What the gate decided - C(failed), and C(msg) saying why (null when it passed).
+  returned: when defer_failure is true
+  type: dict
+  sample: {failed: true, msg: "1 finding(s) at or above at_risk: pi-1/pi_ir_tx: at_risk"}
 '''

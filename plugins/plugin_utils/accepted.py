@@ -13,7 +13,9 @@ The file is YAML, a list of entries (or a mapping with the list under ``accepted
 An accepted finding keeps its status and evidence; it is shown as accepted, does not fail the
 gate, and remediate.yml leaves it alone unless ``postmortem_remediate_accepted`` is true. An
 expired entry counts again and says since when. An entry that matches no host/check pair of the
-run is reported, so a typo or a retired host does not silently accept nothing.
+run is reported, so a typo or a retired host does not silently accept nothing. The file is
+checked whole: every problem of every entry is named in one run, with the entry's number and check
+(a date that names no day, 2027-02-30, is said to be one, not a YAML error for the whole file).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,71 +24,136 @@ __metaclass__ = type
 
 import datetime
 import fnmatch
+import re
+
+import yaml
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_ENTRIES = 10000
+# Every problem is found in one run; this many are named, then counted.
+SHOWN_PROBLEMS = 50
+KEYS = ('host', 'check', 'reason', 'expires')
+_DATE_SHAPE = re.compile(r'\A\d{4}-\d{1,2}-\d{1,2}\Z')
 
 
 class AcceptProblem(ValueError):
-    pass
+    """The accept file cannot be used; ``problems`` lists every problem found, each naming its entry."""
+
+    def __init__(self, source, problems):
+        self.problems = list(problems)
+        shown = self.problems[:SHOWN_PROBLEMS]
+        more = len(self.problems) - len(shown)
+        super(AcceptProblem, self).__init__('%s: %s%s' % (source, '; '.join(shown), (
+            '; and %d more problem(s)' % more) if more else ''))
 
 
-def _date(value, where):
-    if isinstance(value, datetime.datetime):
-        return value.date()
-    if isinstance(value, datetime.date):
-        return value
+class NotADate(object):
+    """A YAML date that names no day (2027-02-30): kept as text, so its entry can be named."""
+
+    def __init__(self, text, reason):
+        self.text, self.reason = text, reason
+
+
+class _Loader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
+    """YAML's safe loader, except that a date which is not one is NotADate instead of the whole file failing."""
+
+
+def _timestamp(loader, node):
     try:
-        return datetime.datetime.strptime(str(value).strip(), '%Y-%m-%d').date()
-    except ValueError:
-        raise AcceptProblem('%s: expires must be a date (YYYY-MM-DD), got %r' % (where, value))
+        return yaml.SafeLoader.construct_yaml_timestamp(loader, node)
+    except ValueError as exc:
+        return NotADate(loader.construct_scalar(node), str(exc))
+
+
+_Loader.add_constructor(u'tag:yaml.org,2002:timestamp', _timestamp)
+
+
+def yaml_load(text):
+    return yaml.load(text, Loader=_Loader)  # nosec B506: a SafeLoader subclass
+
+
+def _date(value):
+    """(the date, None) or (None, why it is not one)."""
+    if isinstance(value, NotADate):
+        return None, 'expires %s is not a date: %s' % (value.text, value.reason)
+    if isinstance(value, datetime.datetime):
+        return value.date(), None
+    if isinstance(value, datetime.date):
+        return value, None
+    try:
+        return datetime.datetime.strptime(str(value).strip(), '%Y-%m-%d').date(), None
+    except ValueError as exc:
+        if _DATE_SHAPE.match(str(value).strip()):  # shaped like one, but no such day
+            return None, 'expires %s is not a date: %s' % (str(value).strip(), exc)
+        return None, 'expires must be a date (YYYY-MM-DD), got %r' % (value,)
+
+
+def _entry_problems(entry):
+    """(the entry checked, or None; [its problems])."""
+    if not isinstance(entry, dict):
+        return None, ['expected a mapping with host, check and reason, got %s' % type(entry).__name__]
+    problems = []
+    unknown = sorted(str(k) for k in entry if k not in KEYS)
+    if unknown:
+        problems.append('unknown key(s) %s; the keys are host, check, reason, expires' % ', '.join(unknown))
+    for key in ('host', 'check', 'reason'):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            problems.append('%s must be a non-empty string' % key)
+    if isinstance(entry.get('check'), str) and entry['check'].strip() and entry['check'] not in registry.BY_ID:
+        problems.append('unknown check %r; known checks: %s' % (entry['check'], ', '.join(registry.BY_ID)))
+    expires = None
+    if entry.get('expires') is not None:
+        expires, problem = _date(entry['expires'])
+        if problem:
+            problems.append(problem)
+    if problems:
+        return None, problems
+    return {'host': entry['host'].strip(), 'check': entry['check'], 'reason': entry['reason'].strip(),
+            'expires': expires.isoformat() if expires else None}, []
 
 
 def parse(data, source):
-    """The entries of an accept file, checked; raises AcceptProblem naming the file and entry."""
+    """The entries of an accept file, checked whole; raises AcceptProblem naming the file and, for
+    each problem of each entry, the entry's number and check."""
     if isinstance(data, dict) and 'accepted' not in data:
-        raise AcceptProblem('%s: expected a list of entries (host, check, reason, expires), or one under "accepted"' % source)
+        raise AcceptProblem(source, ['expected a list of entries (host, check, reason, expires), or one under "accepted"'])
     entries = data.get('accepted') if isinstance(data, dict) else data
     if entries is None:
         return []
     if not isinstance(entries, list):
-        raise AcceptProblem('%s: expected a list of entries (host, check, reason, expires)' % source)
+        raise AcceptProblem(source, ['expected a list of entries (host, check, reason, expires)'])
     if len(entries) > MAX_ENTRIES:
-        raise AcceptProblem('%s: %d entries, more than %d' % (source, len(entries), MAX_ENTRIES))
-    parsed = []
+        raise AcceptProblem(source, ['%d entries, more than %d' % (len(entries), MAX_ENTRIES)])
+    parsed, problems = [], []
     for number, entry in enumerate(entries, 1):
-        where = '%s entry %d' % (source, number)
-        if not isinstance(entry, dict):
-            raise AcceptProblem('%s: expected a mapping with host, check and reason' % where)
-        unknown = sorted(set(entry) - set(('host', 'check', 'reason', 'expires')))
-        if unknown:
-            raise AcceptProblem('%s: unknown key(s) %s; the keys are host, check, reason, expires' % (where, ', '.join(map(str, unknown))))
-        for key in ('host', 'check', 'reason'):
-            if not isinstance(entry.get(key), str) or not entry[key].strip():
-                raise AcceptProblem('%s: %s must be a non-empty string' % (where, key))
-        if entry['check'] not in registry.BY_ID:
-            raise AcceptProblem('%s: unknown check %r; known checks: %s' % (where, entry['check'], ', '.join(registry.BY_ID)))
-        expires = _date(entry['expires'], where) if entry.get('expires') is not None else None
-        parsed.append({'number': number, 'host': entry['host'].strip(), 'check': entry['check'],
-                       'reason': entry['reason'].strip(), 'expires': expires.isoformat() if expires else None})
+        checked, found = _entry_problems(entry)
+        if found:
+            check = entry.get('check') if isinstance(entry, dict) else None
+            where = 'entry %d%s' % (number, (' (%s)' % check) if isinstance(check, str) and check.strip() else '')
+            problems.extend('%s: %s' % (where, problem) for problem in found)
+            continue
+        checked['number'] = number
+        parsed.append(checked)
+    if problems:
+        raise AcceptProblem(source, problems)
     return parsed
 
 
-def load(path, read_bytes, yaml_load):
-    """Entries from ``path``; ``read_bytes(path, limit)`` and ``yaml_load(text)`` are the caller's
-    (bounded reads, Ansible's own YAML loader on the controller)."""
+def load(path, read_bytes):
+    """Entries from ``path``; ``read_bytes(path, limit)`` is the caller's bounded read."""
+    source = 'postmortem_accept %s' % path
     try:
         text = read_bytes(path, MAX_BYTES).decode('utf-8')
     except (ValueError, UnicodeDecodeError) as exc:
-        raise AcceptProblem('postmortem_accept %s cannot be read: %s' % (path, exc))
+        raise AcceptProblem(source, ['cannot be read: %s' % exc])
     try:
         data = yaml_load(text)
     except Exception as exc:  # pylint: disable=broad-except
         # Whatever the YAML loader raises, the file is unusable; say why in one line.
-        raise AcceptProblem('postmortem_accept %s is not YAML: %s' % (path, ' '.join(str(exc).split())[:200]))
-    return parse(data, 'postmortem_accept %s' % path)
+        raise AcceptProblem(source, ['is not YAML: %s' % ' '.join(str(exc).split())[:200]])
+    return parse(data, source)
 
 
 def match(entries, host, check, today):
@@ -103,7 +170,7 @@ def match(entries, host, check, today):
 
 def apply(report, entries, today):
     """Mark the report's findings accepted (or expired) and record entries that matched nothing."""
-    used = set()
+    used, expired_entries = set(), {}
     counts = {'accepted': 0, 'expired': 0}
     for host in report['hosts']:
         for cid in host['findings']:
@@ -119,9 +186,12 @@ def apply(report, entries, today):
                 host.setdefault('acceptance_expired', {})[cid] = {'reason': expired['reason'], 'expired': expired['expires'],
                                                                   'entry': expired['number']}
                 counts['expired'] += 1
+                named = expired_entries.setdefault(expired['number'], dict(
+                    (k, expired[k]) for k in ('number', 'host', 'check', 'expires')))
+                named['findings'] = named.get('findings', 0) + 1
     unmatched = [dict((k, e[k]) for k in ('number', 'host', 'check', 'reason', 'expires'))
                  for e in entries if e['number'] not in used]
-    return dict(counts, unmatched=unmatched)
+    return dict(counts, unmatched=unmatched, expired_entries=[expired_entries[n] for n in sorted(expired_entries)])
 
 
 def is_accepted(entry, check):

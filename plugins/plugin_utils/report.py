@@ -25,9 +25,11 @@ from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding
 HOST_PROBLEMS = ('unreachable', 'failed')
 
 
-# 2: schema_version and kind; per host drift, accepted and acceptance_expired beside the findings;
-# drift, accept and nothing_audited at the top. 1: the reports of 0.1.0 and 0.2.0 before it.
-SCHEMA_VERSION = 2
+# 3: per host unmeasured (check: since), unmeasured_since and last_measured_at; last_good at the top;
+# nothing_audited also when hosts matched and none could be audited. 2: schema_version and kind; per
+# host drift, accepted and acceptance_expired beside the findings; drift, accept and nothing_audited at
+# the top. 1: the reports of 0.1.0 and 0.2.0 before it.
+SCHEMA_VERSION = 3
 
 
 def _text(value):
@@ -148,6 +150,17 @@ def nothing_audited_reason(scope):
         scope.get('host_pattern') or 'all', inventory, (' with --limit %s' % limit) if limit else '')
 
 
+def unaudited_reason(entries, shown=3):
+    """Why a run whose hosts matched audited none of them: counts per state, the first hosts' reasons."""
+    states = {}
+    for entry in entries:
+        states[entry['state']] = states.get(entry['state'], 0) + 1
+    first = '; '.join('%s %s: %s' % (e['name'], e['state'], _one_line(e['reason'], 200)) for e in entries[:shown])
+    return 'none of the %d host(s) could be audited (%s): %s%s' % (
+        len(entries), ', '.join('%d %s' % (n, s) for s, n in sorted(states.items())), first,
+        ' and %d more, each with its reason in the report' % (len(entries) - shown) if len(entries) > shown else '')
+
+
 def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None, scope=None):
     """hosts: names in inventory order; results: {host: registered result or None};
     checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run);
@@ -192,6 +205,8 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
     if not hosts:
         # Written so that an older report in the directory is never taken for this run's.
         report['nothing_audited'] = safe_text(nothing_audited_reason(scope))
+    elif not any(e['state'] == 'audited' for e in entries):
+        report['nothing_audited'] = safe_text(unaudited_reason(entries))
     report.finding_texts = texts
     return report
 

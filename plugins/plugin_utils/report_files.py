@@ -1,7 +1,12 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Writing the fleet report's files: every format atomically, a file at a time, never raising for one."""
+"""Writing the fleet report's files: every format atomically, a file at a time, never raising for one.
+
+An audit writes postmortem.*; a remediation run its own postmortem-remediate.* beside them, never over
+them. A run that audited nothing still replaces postmortem.* (an older report must never look
+current), but first keeps the last good audit's report as postmortem-last-good.* (its .prom is not
+kept: node_exporter would read it if the report directory were its textfile directory)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,6 +23,15 @@ from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_junit im
 
 REPORT_FILES = {'json': 'postmortem.json', 'junit': 'postmortem-junit.xml', 'html': 'postmortem.html',
                 'prometheus': 'postmortem.prom'}
+REMEDIATION_FILES = {'json': 'postmortem-remediate.json', 'junit': 'postmortem-remediate-junit.xml',
+                     'html': 'postmortem-remediate.html', 'prometheus': 'postmortem-remediate.prom'}
+LAST_GOOD_FILES = {'json': 'postmortem-last-good.json', 'junit': 'postmortem-last-good-junit.xml',
+                   'html': 'postmortem-last-good.html'}
+
+
+def file_names(report):
+    """{format: file name} for this report's kind."""
+    return REMEDIATION_FILES if report.get('kind') == 'remediation' else REPORT_FILES
 
 
 def atomic_write(path, parts):
@@ -72,8 +86,9 @@ def write(report, dest, formats):
     except ReportWriteError as exc:
         return {}, [str(exc)]
     paths, problems = {}, []
+    names = file_names(report)
     for fmt in formats:
-        path = os.path.join(dest, REPORT_FILES[fmt])
+        path = os.path.join(dest, names[fmt])
         try:
             _atomic_write(path, renderers[fmt](report))
         except (IOError, OSError) as exc:
@@ -81,3 +96,48 @@ def write(report, dest, formats):
             continue
         paths[fmt] = path
     return paths, problems
+
+
+def _last_good_record(dest, json_name, read_report):
+    data, _problem = read_report(os.path.join(dest, json_name))
+    if data is None or data.get('kind', 'audit') != 'audit' or data.get('nothing_audited') or not data['hosts']:
+        return None
+    return {'generated_at': str(data.get('generated_at')), 'hosts': len(data['hosts'])}
+
+
+def keep_last_good(dest, read_report):
+    """Before a report that audited nothing replaces postmortem.*: the audit report there, when it is a
+    good one, renamed to postmortem-last-good.*; or the one an earlier bad run kept. Returns
+    ({'generated_at', 'hosts', 'paths': {format: path}} or None, [problems]). ``read_report(path)``
+    gives (data, None) or (None, why) (report_drift.report_data)."""
+    dest = os.path.abspath(dest)
+    current = _last_good_record(dest, REPORT_FILES['json'], read_report) if os.path.isdir(dest) else None
+    problems = []
+    if current is not None:
+        for fmt, name in LAST_GOOD_FILES.items():
+            try:
+                if os.path.lexists(os.path.join(dest, REPORT_FILES[fmt])):
+                    os.rename(os.path.join(dest, REPORT_FILES[fmt]), os.path.join(dest, name))
+                elif os.path.lexists(os.path.join(dest, name)):
+                    os.unlink(os.path.join(dest, name))  # an older good run's, which this one is not
+            except OSError as exc:
+                problems.append('the last good report\'s %s could not be kept as %s: %s' % (
+                    REPORT_FILES[fmt], name, exc.strerror or exc))
+    elif os.path.isdir(dest):
+        current = _last_good_record(dest, LAST_GOOD_FILES['json'], read_report)
+    if current is None:
+        return None, problems
+    current['paths'] = dict((fmt, os.path.join(dest, name)) for fmt, name in LAST_GOOD_FILES.items()
+                            if os.path.lexists(os.path.join(dest, name)))
+    return current, problems
+
+
+def forget_last_good(dest):
+    """A good audit is the last good report now: an earlier copy would be taken for it."""
+    for name in LAST_GOOD_FILES.values():
+        path = os.path.join(os.path.abspath(dest), name)
+        if os.path.lexists(path) and not os.path.isdir(path):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass

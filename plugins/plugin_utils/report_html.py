@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import base64
 import json
+import os
 import zlib
 
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary
@@ -129,6 +130,11 @@ __REPORT_CHUNKS__
   if (report.nothing) {
     document.getElementById("totals").appendChild(el("strong", {"id": "nothing-audited"},
       "NOTHING WAS AUDITED: " + report.nothing + ". This is not an older run's report."));
+    if (report.last_good) {
+      var kept = el("p", {"id": "last-good"}, "The last good report (" + report.last_good.at + ") is kept: ");
+      kept.appendChild(el("a", {href: report.last_good.href}, report.last_good.href));
+      document.getElementById("totals").appendChild(kept);
+    }
   }
   if (report.drift) {
     var moved = ["opened", "reopened", "closed", "unmeasured"].filter(function (k) { return report.drift.counts[k]; })
@@ -198,6 +204,7 @@ __REPORT_CHUNKS__
     return code === "-" ? null : DRIFT[code];
   }
   function acceptedAt(host, index) { return !!host.a && host.a[String(index)] !== undefined; }
+  function unmeasuredAt(host, index) { return host.w ? host.w[String(index)] : undefined; }
   var changedOnly = false;
   function wanted(host) {
     if (changedOnly && !(host.d && /[orc]/.test(host.d))) { return false; }
@@ -227,6 +234,7 @@ __REPORT_CHUNKS__
           cell = el("td", {"class": "cell s-" + status + (visible ? "" : " dimmed") + (change ? " drift-" + change : "") +
                            (ok ? " accepted" : ""), "data-host": host.n, "data-check": c.id, "data-status": status,
                            tabindex: "0", title: c.title + (change ? " \u2014 " + change + " since " + report.drift.since : "") +
+                           (unmeasuredAt(host, ci) ? " \u2014 not measured since " + unmeasuredAt(host, ci) : "") +
                            (ok ? " \u2014 accepted" : "")},
                     status + (change === "opened" || change === "reopened" ? " \u25b2" : change === "closed" ? " \u25bc" : "") +
                     (ok ? " \u2713" : ""));
@@ -288,6 +296,11 @@ __REPORT_CHUNKS__
       box.appendChild(el("p", {"class": "drift-note"}, change.charAt(0).toUpperCase() + change.slice(1) + " since the audit of " +
         report.drift.since + "."));
     }
+    if (unmeasuredAt(host, checkIndex)) {
+      box.appendChild(el("p", {"class": "unmeasured-note"}, "Not measured since " + unmeasuredAt(host, checkIndex) +
+        ": the last measured status stands until a run measures it again."));
+    }
+    if (host.u) { box.appendChild(el("p", {"class": "unmeasured-note"}, host.u)); }
     if (host.s !== "audited") {
       var b = el("p");
       b.appendChild(el("span", {"class": "badge s-" + host.s}, host.s));
@@ -396,6 +409,11 @@ def index(report):
         changes = (entry.get('drift') or {}) if compared else {}
         if changes:  # one letter per check: what changed since the previous audit
             host['d'] = ''.join(DRIFT_CODES.get(changes.get(cid), '-') for cid in check_ids)
+        if entry.get('unmeasured_since'):  # a host not audited: since when, and when it last was
+            host['u'] = 'Not measured since %s%s.' % (entry['unmeasured_since'], (
+                ' (last measured %s)' % entry['last_measured_at']) if entry.get('last_measured_at') else ' (never measured)')
+        if entry.get('unmeasured'):  # checks the audit could not measure, since when
+            host['w'] = dict((str(i), entry['unmeasured'][cid]) for i, cid in enumerate(check_ids) if cid in entry['unmeasured'])
         if entry.get('accepted'):
             host['a'] = dict((str(i), _accepted_text(entry['accepted'][cid]))
                              for i, cid in enumerate(check_ids) if cid in entry['accepted'])
@@ -407,6 +425,9 @@ def index(report):
              'codes': dict((v, k) for k, v in CODES.items())}
     if report.get('nothing_audited'):
         found['nothing'] = report['nothing_audited']
+        kept = report.get('last_good') or {}
+        if (kept.get('paths') or {}).get('html'):  # beside this page: a relative link works wherever the directory goes
+            found['last_good'] = {'href': os.path.basename(kept['paths']['html']), 'at': kept.get('generated_at')}
     found['docs'] = report_summary.docs_dir()
     drift = report.get('drift') or {}
     if drift.get('since'):

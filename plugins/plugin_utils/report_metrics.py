@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import unix
 
 PREFIX = 'homelab_postmortem_'
 FILE = 'postmortem.prom'
@@ -28,6 +29,8 @@ METRICS = (
                                 'since the previous audit).'),
     ('findings', 'gauge', 'Findings per check and status in the last audit.'),
     ('host_audited', 'gauge', '1 when the host was audited, 0 when it could not be; state says why.'),
+    ('last_measured_timestamp_seconds', 'gauge', 'When a run last measured the host (Unix time); for a host no run has '
+                                                 'measured yet, when the audits first listed it.'),
     ('hosts', 'gauge', 'Hosts per state in the last audit.'),
     ('drift_findings', 'gauge', 'Findings per change since the previous audit.'),
     ('drift_hosts', 'gauge', 'Hosts that appeared in or vanished from the audit since the previous one.'),
@@ -54,15 +57,25 @@ def _number(value):
     return str(int(value))
 
 
+def _last_measured(entry, generated_at):
+    if entry['state'] == 'audited':
+        return generated_at
+    return unix(entry.get('last_measured_at')) or unix(entry.get('unmeasured_since'))
+
+
 def render(report, written_at, duration=None):
     """The metrics text (a trailing newline included); written_at is a Unix time."""
     samples = dict((name, []) for name, _kind, _help in METRICS)
     counts = {}
     host_counts = dict((s, 0) for s in HOST_STATES)
+    generated_at = unix(report.get('generated_at'))
     for entry in report['hosts']:
         state = entry['state'] if entry['state'] in HOST_STATES else 'failed'
         host_counts[state] += 1
         samples['host_audited'].append((_labels(host=entry['name'], state=state), 1 if state == 'audited' else 0))
+        measured = _last_measured(entry, generated_at)
+        if measured is not None:
+            samples['last_measured_timestamp_seconds'].append((_labels(host=entry['name']), measured))
         for cid, finding in sorted(entry['findings'].items()):
             status = finding.get('status')
             if status not in STATUS_VALUE:

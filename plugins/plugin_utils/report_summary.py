@@ -19,6 +19,7 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK, STATUSES, json_safe
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import age
 
 WIDTH = 100
 LINES = 60
@@ -248,10 +249,15 @@ def summary_lines(report, paths):
     title = 'homelab.postmortem %s: %d host(s), %d check(s)%s' % (
         'remediation' if any('before' in e or 'remediation' in e for e in hosts) else 'audit', len(hosts), len(checks),
         ' (check mode)' if run.get('check_mode') else '')
+    if report.get('nothing_audited') and not hosts:
+        return [fit(title), '', fit('NOTHING WAS AUDITED: %s.' % report['nothing_audited'])] + last_good_lines(report) + _where(paths)
+    head = [fit(title)]
     if report.get('nothing_audited'):
-        return [fit(title), '', fit('NOTHING WAS AUDITED: %s.' % report['nothing_audited'])] + _where(paths)
-    head = [fit(title)] + drift_lines(report) + accept_lines(report)
-    head += ['', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
+        # Hosts matched and none could be audited: the hosts' reasons follow, among those that need attention.
+        head += ['', fit('NOTHING WAS AUDITED: %s.' % report['nothing_audited'].split(':', 1)[0])] + last_good_lines(report)
+    head += drift_lines(report) + accept_lines(report)
+    if not report.get('nothing_audited'):
+        head += ['', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
     attention = _per_check(report, checks)
     if attention:
         head += ['', 'Hosts that need attention, per check:'] + attention
@@ -274,6 +280,33 @@ def _where(paths):
     return ['Full report: %s' % shown[0]] + ['             %s' % p for p in shown[1:]]
 
 
+def last_good_lines(report):
+    """Where the last good audit's report is, when a run that audited nothing replaced it."""
+    kept = report.get('last_good')
+    if not kept or not kept.get('paths'):
+        return []
+    shown = [kept['paths'][k] for k in ('html', 'json', 'junit') if k in kept['paths']]
+    return [fit('The last good report (%s, %s host(s)) is kept as:' % (kept.get('generated_at'), kept.get('hosts')))] + \
+        ['  %s' % path for path in shown]
+
+
+def unmeasured_lines(report):
+    """Hosts and open findings the audits have not been able to measure, and for how long."""
+    now = report.get('generated_at')
+    names = []
+    for entry in report['hosts']:
+        if entry['state'] != 'audited' and entry.get('unmeasured_since'):
+            names.append('%s %s' % (entry['name'], age(entry['unmeasured_since'], now)))
+    for entry in report['hosts']:
+        since = entry.get('unmeasured') or {}
+        names.extend('%s/%s %s' % (entry['name'], cid, age(since.get(cid), now))
+                     for cid, change in sorted((entry.get('drift') or {}).items())
+                     if change == 'unmeasured' and entry['state'] == 'audited')
+    if not names:
+        return []
+    return [fit('  not measured: %s' % _names(names, WIDTH - len('  not measured: ')))]
+
+
 def drift_lines(report):
     """What changed since the previous audit, first: 'Since 2026-11-30T02:00:00Z: 2 opened, 1 closed.'"""
     drift = report.get('drift')
@@ -294,6 +327,10 @@ def drift_lines(report):
                        for cid, change in sorted((entry.get('drift') or {}).items()) if change in ('opened', 'reopened'))
     if changed:
         lines.append(fit('  now open: %s' % _names(changed, WIDTH - len('  now open: '))))
+    lines += unmeasured_lines(report)
+    if drift.get('hosts_dropped'):
+        lines.append(fit('  dropped from the history (no run listed them for %s days): %s' % (
+            drift.get('dropped_after_days'), _names(drift['hosts_dropped'], WIDTH - 60))))
     return lines
 
 
@@ -308,6 +345,10 @@ def accept_lines(report):
     if accept.get('expired'):
         line += '; %d expired, counting again' % accept['expired']
     lines = [fit(line + '.')]
+    expired = accept.get('expired_entries') or []
+    if expired:
+        named = ['#%d %s/%s (since %s)' % (e['number'], e['host'], e['check'], e['expires']) for e in expired]
+        lines.append(fit('  expired: %s' % _names(named, WIDTH - len('  expired: '))))
     unmatched = accept.get('unmatched') or []
     if unmatched:
         lines.append(fit('  %d entr%s match nothing in this run: %s' % (

@@ -49,6 +49,43 @@ def nothing_left_behind():
     assert not left, 'the e2e tests left these behind: %s' % ', '.join(left)
 
 
+def promtool():
+    path = shutil.which('promtool')
+    if path is None:
+        pytest.fail("promtool is missing: make test-env installs Debian's prometheus package")
+    return path
+
+
+def check_metrics_files(root):
+    """`promtool check metrics` on every .prom file under ``root``: [(path, what promtool said)] for each it
+    does not pass silently (a lint warning counts: what node_exporter serves must be clean)."""
+    found = []
+    for directory, _dirs, files in os.walk(str(root)):
+        for name in sorted(files):
+            if not name.endswith('.prom'):
+                continue
+            path = os.path.join(directory, name)
+            try:
+                with open(path, 'rb') as handle:
+                    text = handle.read()
+            except OSError:
+                continue  # a test's unreadable directory
+            checked = subprocess.run([promtool(), 'check', 'metrics'], input=text, capture_output=True, timeout=60, check=False)
+            said = (checked.stdout + checked.stderr).decode('utf-8', 'replace').strip()
+            if checked.returncode != 0 or said:
+                found.append((path, said or 'exit status %d' % checked.returncode))
+    return found
+
+
+@pytest.fixture(autouse=True)
+def metrics_pass_promtool(tmp_path):
+    """Every .prom file a test writes (report directories, textfile directories) passes
+    `promtool check metrics`, whatever the test itself checks."""
+    yield
+    bad = check_metrics_files(tmp_path)
+    assert not bad, 'promtool check metrics: %s' % '; '.join('%s: %s' % item for item in bad)
+
+
 def pytest_runtest_setup(item):
     """Root-only tests fail without root instead of skipping: a skipped test would hide the components
     make test promises to exercise."""

@@ -47,15 +47,26 @@ def ansible_env(**extra):
 
 
 class AuditRun:
-    def __init__(self, proc, report_dir):
+    def __init__(self, proc, report_dir, report_name='postmortem.json'):
         self.proc = proc
         self.report_dir = report_dir
+        self.report_name = report_name
         self.output = proc.stdout + proc.stderr
 
     @property
     def report(self):
-        with open(os.path.join(self.report_dir, 'postmortem.json')) as handle:
+        """The run's postmortem.json (a remediation run's postmortem-remediate.json)."""
+        with open(os.path.join(self.report_dir, self.report_name)) as handle:
             return json.load(handle)
+
+    def recap(self):
+        """{host: {'ok': n, 'failed': n, ...}} from the PLAY RECAP."""
+        found = {}
+        for line in self.output.split('PLAY RECAP', 1)[-1].splitlines():
+            if ' : ' in line and 'ok=' in line:
+                host, counts = line.split(' : ', 1)
+                found[host.strip()] = dict((k, int(v)) for k, v in (item.split('=') for item in counts.split()))
+        return found
 
     def host(self, name):
         return [h for h in self.report['hosts'] if h['name'] == name][0]
@@ -74,12 +85,14 @@ def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=No
     report_dir = str(tmp_path / 'report')
     variables = {'postmortem_report_dir': report_dir}
     variables.update(extra_vars or {})
+    report_dir = os.path.join(str(tmp_path), variables['postmortem_report_dir'])
+    report_name = 'postmortem-remediate.json' if playbook.endswith('.remediate') else 'postmortem.json'
     cmd = [os.path.join(VENV_BIN, 'ansible-playbook'), playbook, '-i', str(inventory_path),
            '-e', json.dumps(variables)] + list(args)
     if on_line is None:
         proc = subprocess.run(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), capture_output=True, text=True,
                               timeout=timeout, check=False)
-        return AuditRun(proc, report_dir)
+        return AuditRun(proc, report_dir, report_name)
     lines, killed = [], []
     with subprocess.Popen(cmd, env=ansible_env(**(env or {})), cwd=str(tmp_path), stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True) as running:
@@ -94,7 +107,7 @@ def run_audit(tmp_path, inventory, extra_vars=None, args=(), timeout=300, env=No
         running.wait()
     if killed:
         raise subprocess.TimeoutExpired(cmd, timeout, output=''.join(lines))
-    return AuditRun(subprocess.CompletedProcess(cmd, running.returncode, ''.join(lines), ''), report_dir)
+    return AuditRun(subprocess.CompletedProcess(cmd, running.returncode, ''.join(lines), ''), report_dir, report_name)
 
 
 def local_host(**extra):

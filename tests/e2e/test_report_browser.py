@@ -176,6 +176,7 @@ def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path
     """What changed since the previous audit and what was accepted, marked in the grid and the details,
     with a filter for the hosts that changed."""
     import datetime
+    import json
     from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report as fleet_report, report_drift, report_files
 
     def results(statuses):
@@ -186,10 +187,13 @@ def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path
     first = {'pi-1': 'ok', 'pi-2': 'affected', 'pi-3': 'ok', 'pi-4': 'at_risk'}
     earlier = fleet_report.build(list(first), results(first), checks, '0.2.0',
                                  now=datetime.datetime(2026, 11, 30, 2, 0, tzinfo=datetime.timezone.utc))
-    history = report_drift.next_history(earlier, {'closed': {}}, None)
-    now = {'pi-1': 'affected', 'pi-2': 'ok', 'pi-3': 'ok', 'pi-4': 'at_risk'}
+    known = frozenset(cid for cid, _title in checks)
+    history, _drift = report_drift.drift_since(earlier, str(tmp_path), known)
+    with open(str(tmp_path / report_drift.HISTORY_FILE), 'w') as out:
+        json.dump(report_drift.next_history(earlier, history), out)
+    now = {'pi-1': 'affected', 'pi-2': 'ok', 'pi-3': 'ok', 'pi-4': 'at_risk', 'pi-5': 'unknown'}
     data = fleet_report.build(list(now), results(now), checks, '0.2.0')
-    data['drift'] = report_drift.compare(data, report_drift.baseline_from_history(history, str(tmp_path)), history)
+    report_drift.drift_since(data, str(tmp_path), known)
     data['accept'] = accepted.apply(data, accepted.parse([{'host': 'pi-4', 'check': 'pi_ir_tx', 'reason': 'known, waiting',
                                                            'expires': '2099-01-01'}], 'accept.yml'), datetime.date.today())
     paths, problems = report_files.write(data, str(tmp_path), ['html'])
@@ -207,3 +211,6 @@ def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path
         'Accepted (postmortem_accept): known, waiting (until 2099-01-01)'
     assert open_cell(browser, 'pi-1', 'pi_ir_tx').find_element(By.CSS_SELECTOR, 'p.drift-note').text == \
         'Opened since the audit of 2026-11-30T02:00:00Z.'
+    # A check the audit could not measure says since when (this run: pi-5 is new).
+    assert open_cell(browser, 'pi-5', 'pi_ir_tx').find_element(By.CSS_SELECTOR, 'p.unmeasured-note').text == \
+        'Not measured since %s: the last measured status stands until a run measures it again.' % data['generated_at']

@@ -10,11 +10,12 @@ import time
 import urllib.request
 
 import pytest
+import yaml
 
 from helpers import REPO_ROOT, free_port, local_host, run_audit
 
 RULES = os.path.join(REPO_ROOT, 'docs', 'prometheus', 'postmortem-alerts.yml')
-RULE_TESTS = os.path.join(REPO_ROOT, 'tests', 'prometheus', 'postmortem-alerts.test.yml')
+RULE_TESTS = os.path.join(REPO_ROOT, 'docs', 'prometheus', 'postmortem-alerts.test.yml')
 
 
 def tool(name):
@@ -76,15 +77,41 @@ def test_an_accepted_finding_does_not_fail_the_gate_and_remediate_leaves_it(tmp_
     assert 'Accepted (postmortem_accept): 1 finding(s).' in run.output
     assert '#2 retired-pi/pi_ir_tx' in run.output
     assert run.host('pi-card')['accepted']['pi_ir_tx']['reason'] == 'blaster unplugged until spring'
-    remediate = run_audit(tmp_path / 'fix', fleet(root), {'postmortem_checks': ['pi_ir_tx'], 'postmortem_accept': str(accept)},
+    audit_files = dict((name, (tmp_path / 'reports' / name).read_bytes()) for name in os.listdir(str(tmp_path / 'reports')))
+    # The remediation writes its before/after report into the same directory, in files of its own.
+    remediate = run_audit(tmp_path / 'fix', fleet(root), {'postmortem_checks': ['pi_ir_tx'], 'postmortem_accept': str(accept),
+                                                          'postmortem_report_dir': str(tmp_path / 'reports')},
                           playbook='homelab.postmortem.remediate', timeout=600)
     assert remediate.proc.returncode == 0, remediate.output
     assert 'pi_ir_tx: not fixed: accepted (postmortem_accept entry 1: blaster unplugged until spring)' in remediate.output
     assert 'pwm-ir-tx' in (root / 'boot' / 'firmware' / 'config.txt').read_text()
+    assert remediate.report['kind'] == 'remediation'
+    assert dict((name, (tmp_path / 'reports' / name).read_bytes()) for name in audit_files) == audit_files
+    assert sorted(set(os.listdir(str(tmp_path / 'reports'))) - set(audit_files)) == [
+        'postmortem-remediate-junit.xml', 'postmortem-remediate.html', 'postmortem-remediate.json', 'postmortem-remediate.prom']
+    assert 'Full report: %s' % (tmp_path / 'reports' / 'postmortem-remediate.html') in remediate.output
+    # The accept file is checked whole: every problem of every entry in one run, each naming its entry.
     broken = tmp_path / 'broken.yml'
-    broken.write_text('- host: pi-*\n  check: pi_ir_tx\n')
+    broken.write_text('- host: pi-*\n  check: pi_ir_tx\n'
+                      '- host: pi-1\n  check: pi_irtx\n  reason: typo\n  expires: 2027-02-30\n'
+                      '- host: pi-2\n  check: pi_ir_tx\n  reason: fine\n'
+                      '- host: pi-3\n  check: pi_ir_tx\n  reason: r\n  expires: next spring\n')
     bad = audit(tmp_path / 'bad', fleet(root), tmp_path / 'reports-bad', postmortem_accept=str(broken))
-    assert bad.proc.returncode != 0 and 'entry 1: reason must be a non-empty string' in bad.output
+    assert bad.proc.returncode != 0
+    for problem in ('entry 1 (pi_ir_tx): reason must be a non-empty string', "entry 2 (pi_irtx): unknown check 'pi_irtx'",
+                    'entry 2 (pi_irtx): expires 2027-02-30 is not a date: day is out of range for month',
+                    "entry 4 (pi_ir_tx): expires must be a date (YYYY-MM-DD), got 'next spring'"):
+        assert problem in bad.output, (problem, bad.output)
+    assert 'entry 3' not in bad.output and not os.path.exists(str(tmp_path / 'reports-bad'))
+
+
+def test_an_expired_acceptance_is_named(tmp_path):
+    accept = tmp_path / 'accepted.yml'
+    accept.write_text('- host: pi-card\n  check: pi_ir_tx\n  reason: until the kernel update\n  expires: 2026-01-01\n')
+    run = audit(tmp_path, fleet(image(tmp_path)), tmp_path / 'reports', postmortem_fail_on='at_risk', postmortem_accept=str(accept))
+    assert run.proc.returncode != 0
+    assert 'Accepted (postmortem_accept): 0 finding(s); 1 expired, counting again.' in run.output
+    assert '  expired: #1 pi-card/pi_ir_tx (since 2026-01-01)' in run.output
 
 
 def test_metrics_pass_promtool_and_node_exporter_serves_them(tmp_path):
@@ -132,12 +159,22 @@ def test_alert_rules_are_valid_and_behave(tmp_path):
     tested = subprocess.run([promtool, 'test', 'rules', RULE_TESTS], capture_output=True, text=True, timeout=120,
                             cwd=os.path.dirname(RULE_TESTS), check=False)
     assert tested.returncode == 0 and 'SUCCESS' in tested.stdout, tested.stdout + tested.stderr
+    # Every rule is tested firing and not firing, and pages only for an affected finding.
+    with open(RULES) as handle:
+        rules = [r for group in yaml.safe_load(handle)['groups'] for r in group['rules']]
+    with open(RULE_TESTS) as handle:
+        cases = [case for test in yaml.safe_load(handle)['tests'] for case in test['alert_rule_test']]
+    for rule in rules:
+        mine = [case for case in cases if case['alertname'] == rule['alert']]
+        assert [c for c in mine if c['exp_alerts']] and [c for c in mine if not c['exp_alerts']], rule['alert']
+    assert dict((r['alert'], r['labels']['severity']) for r in rules if r['labels']['severity'] != 'warning') == {
+        'PostmortemAffectedFinding': 'critical'}
 
 
 def test_the_report_json_carries_its_schema_and_drift(tmp_path):
     run = audit(tmp_path, fleet(image(tmp_path)), tmp_path / 'reports')
     with open(os.path.join(run.report_dir, 'postmortem.json')) as handle:
         data = json.load(handle)
-    assert data['schema_version'] == 2 and data['kind'] == 'audit'
+    assert data['schema_version'] == 3 and data['kind'] == 'audit'
     assert data['drift']['counts']['opened'] == 1 and data['hosts'][1]['drift'] == {'pi_ir_tx': 'opened'}
     assert data['run']['duration_seconds'] > 0
