@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 
 EXEC_PREFIX_CHARS = '-@:+!|'
 
@@ -27,16 +29,38 @@ class Entry(object):
         self.last = last    # index of the last physical line (continuations)
 
 
+# systemd ends a line at LF, CR or CR LF (and NUL, which the bounded reads refuse): read_line_full,
+# src/basic/fileio.c (252.39 l.1246-1259). str.splitlines() also splits at VT, FF, FS, GS, RS, NEL and
+# U+2028/U+2029, which systemd keeps inside a value.
+_LINE = re.compile(r'[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$')
+
+
+# What systemd strips around keys, values and sections (WHITESPACE, src/basic/string-util.h); Python's
+# strip() would also take FF, VT and Unicode spaces.
+WHITESPACE = ' \t\n\r'
+
+
+def physical_lines(text):
+    """The file's lines as systemd splits them, each with its line ending."""
+    return _LINE.findall(text)
+
+
+def _ends_escaped(text):
+    """Whether ``text`` ends in a backslash that is not itself escaped."""
+    trailing = len(text) - len(text.rstrip('\\'))
+    return trailing % 2 == 1
+
+
 class UnitFile(object):
     def __init__(self, text):
         self.text = text
-        self.lines = text.splitlines(True)
+        self.lines = physical_lines(text)
         self.entries = []
         self.section_ends = {}  # section -> index of its last non-blank physical line
         section, index = None, 0
         while index < len(self.lines):
             raw = self.lines[index].rstrip('\r\n')
-            stripped = raw.strip()
+            stripped = raw.strip(WHITESPACE)
             if stripped.startswith('[') and stripped.endswith(']'):
                 section = stripped[1:-1]
                 self.section_ends[section] = index
@@ -46,15 +70,24 @@ class UnitFile(object):
                 index += 1
                 continue
             first = index
-            value_parts = [raw]
-            while value_parts[-1].endswith('\\') and index + 1 < len(self.lines):
-                value_parts[-1] = value_parts[-1][:-1]
-                index += 1
-                value_parts.append(self.lines[index].rstrip('\r\n').strip())
-            logical = ' '.join(part.strip() for part in value_parts if part.strip())
+            logical = raw
+            # An unescaped trailing backslash continues the line (a space in its place); comment lines
+            # inside a continuation are skipped (config_parse, src/shared/conf-parser.c, 252.39 l.328-420).
+            while _ends_escaped(logical):
+                logical = logical[:-1] + ' '
+                following = None
+                while following is None and index + 1 < len(self.lines):
+                    index += 1
+                    line = self.lines[index].rstrip('\r\n')
+                    if line.lstrip(WHITESPACE)[:1] not in ('#', ';'):
+                        following = line
+                if following is None:
+                    break
+                logical += following
+            logical = logical.strip(WHITESPACE)
             if '=' in logical:
                 key, value = logical.split('=', 1)
-                self.entries.append(Entry(section, key.strip(), value.strip(), first, index))
+                self.entries.append(Entry(section, key.strip(WHITESPACE), value.strip(WHITESPACE), first, index))
             if section is not None:
                 self.section_ends[section] = index
             index += 1

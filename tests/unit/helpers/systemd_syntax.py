@@ -14,9 +14,8 @@ systemd-stable 252.39:
   section (string_is_safe: no control characters, quotes or backslashes in it); key=value, both
   stripped; anything else is warned about and ignored.
 
-The project's own reader (plugins/module_utils/systemd_unit.UnitFile) splits lines as Python's
-str.splitlines does, which is not what systemd does for \\0, \\x0b, \\x0c, \\x1c-\\x1e, \\x85 and
-U+2028/U+2029, so it is not used here.
+The project's own reader (plugins/module_utils/systemd_unit.UnitFile) reads text the bounded reads
+accepted (no NUL); tests/unit/plugins/module_utils/test_systemd_unit.py holds it to this one.
 """
 
 WHITESPACE = b' \t\n\r'
