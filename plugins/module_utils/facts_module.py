@@ -58,17 +58,34 @@ def argument_spec(with_checks):
     )
     if with_checks:
         spec['checks'] = dict(type='list', elements='str', default=default('audit_facts', 'checks'))
+        # The declared checks' questions, as audit_validate made them from postmortem_check_files.
+        spec['declared'] = dict(type='list', elements='dict', default=[])
     return spec
+
+
+def _selection(module, params, check_id):
+    """(the built-in detections to run, the declared checks to ask) as ``checks`` selects them."""
+    if check_id is not None:
+        return [registry.BY_ID[check_id]], []
+    if not params.get('declared'):
+        return registry.select(params['checks']), []
+    # Only when the controller sent some: an audit without declared checks compiles none of their code.
+    from ansible_collections.homelab.postmortem.plugins.module_utils.declared import gather as declared_gather
+    try:
+        declared = declared_gather.checks_from_wire(params['declared'])
+    except declared_gather.WireError as exc:
+        module.fail_json(msg=str(exc))
+    available = dict(registry.BY_ID)
+    available.update((check.ID, check) for check in declared)
+    selected = registry.select(params['checks'], available)
+    return [d for d in selected if d.ID in registry.BY_ID], [d for d in selected if d.ID not in registry.BY_ID]
 
 
 def main(check_id=None):
     module = AnsibleModule(argument_spec=argument_spec(check_id is None), supports_check_mode=True)
     params = module.params
     try:
-        if check_id is None:
-            detections = registry.select(params['checks'])
-        else:
-            detections = [registry.BY_ID[check_id]]
+        detections, declared = _selection(module, params, check_id)
         registry.validate_probes(params['probes'], detections)
         settings = registry.validate_settings(params['settings'])
     except registry.SelectionError as exc:
@@ -89,20 +106,21 @@ def main(check_id=None):
                        runner=CommandRunner(timeout=params['command_timeout']), which=module.get_bin_path,
                        detection_timeout=params['detection_timeout'], max_instances=params['max_instances'])
     findings, timings = registry.run(ctx, detections)
+    facts = {'postmortem': findings}
+    if declared:
+        from ansible_collections.homelab.postmortem.plugins.module_utils.declared import gather as declared_gather
+        facts['postmortem_declared'], declared_timings = declared_gather.run(ctx, declared)
+        timings.update(declared_timings)
+    facts['postmortem_run'] = {
+        'collection_version': COLLECTION_VERSION,
+        'checks': [d.ID for d in detections],
+        'declared': [d.ID for d in declared],
+        'probes': list(params['probes']),
+        'root': ctx.root,
+        'command_timeout': params['command_timeout'],
+        'detection_timeout': params['detection_timeout'],
+        'live': ctx.live,
+        'duration_ms': timings,
+    }
     # Strict JSON, whatever the host handed us: one bad byte must not cost the host its result.
-    module.exit_json(
-        changed=False,
-        ansible_facts=json_safe({
-            'postmortem': findings,
-            'postmortem_run': {
-                'collection_version': COLLECTION_VERSION,
-                'checks': [d.ID for d in detections],
-                'probes': list(params['probes']),
-                'root': ctx.root,
-                'command_timeout': params['command_timeout'],
-                'detection_timeout': params['detection_timeout'],
-                'live': ctx.live,
-                'duration_ms': timings,
-            },
-        }),
-    )
+    module.exit_json(changed=False, ansible_facts=json_safe(facts))

@@ -105,11 +105,15 @@ def read_bytes(path, limit=MAX_CONFIG_BYTES):
     except (IOError, OSError) as exc:
         raise _open_problem(path, exc)
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if stat.S_ISDIR(mode):
             raise ReadProblem(path, 'cannot be read: Is a directory', 'unreadable')
         if not stat.S_ISREG(mode):
             raise ReadProblem(path, 'is %s, not a regular file; not read' % _file_kind(mode), 'special')
+        if info.st_size > limit:
+            # Refused unread: /proc/kcore is a "regular file" of 128 TiB of kernel memory.
+            raise ReadProblem(path, 'is larger than %d bytes; refusing to parse it' % limit, 'too_large')
         chunks, total = [], 0
         while total <= limit:
             try:

@@ -117,13 +117,12 @@ def _connect(url, scheme, addresses, deadline, timeout):
     raise ProbeFailure('%s cannot be reached: %s' % (url, _one_line(problem)), unreachable=True)
 
 
-def request_json(url, method='GET', body=None, timeout=10.0, headers=None, max_bytes=MAX_REPLY_BYTES):
-    """Send one request to a loopback URL; return (status, decoded JSON). ``timeout`` bounds the
-    whole request: connecting, the reply's headers and its body together; ``max_bytes`` the reply."""
+def _exchange(url, method, body, timeout, headers, max_bytes):
+    """(status, reply bytes: at most ``max_bytes`` + 1, so that a caller can tell "more")."""
     # Imported here: http.client, and what it imports, is the largest import a request needs, and
     # only opt-in probes and hosts that run Ollama send one.
     from ansible.module_utils.six.moves import http_client
-    from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, deadline_http
+    from ansible_collections.homelab.postmortem.plugins.module_utils import deadline_http
     scheme, addresses, host_header, target = _target(url)
     data = None
     send_headers = {'Accept': 'application/json'}
@@ -145,6 +144,24 @@ def request_json(url, method='GET', body=None, timeout=10.0, headers=None, max_b
         raise ProbeFailure('%s did not answer HTTP: %s: %s' % (url, type(exc).__name__, _one_line(exc) or 'no reply'))
     except (OSError, ValueError) as exc:
         raise ProbeFailure('%s failed: %s' % (url, _one_line(exc)))
+    return status, raw
+
+
+def request(url, method='GET', body=None, timeout=10.0, headers=None, max_bytes=MAX_REPLY_BYTES):
+    """Send one request to a loopback URL; return (status, the reply's bytes), whatever the status.
+    ``timeout`` bounds the whole request: connecting, the reply's headers and its body together;
+    ``max_bytes`` the reply (more is a ProbeFailure)."""
+    status, raw = _exchange(url, method, body, timeout, headers, max_bytes)
+    if len(raw) > max_bytes:
+        raise ProbeFailure('%s answered more than %d bytes' % (url, max_bytes), status)
+    return status, raw
+
+
+def request_json(url, method='GET', body=None, timeout=10.0, headers=None, max_bytes=MAX_REPLY_BYTES):
+    """Send one request to a loopback URL; return (status, decoded JSON). ``timeout`` bounds the
+    whole request: connecting, the reply's headers and its body together; ``max_bytes`` the reply."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json
+    status, raw = _exchange(url, method, body, timeout, headers, max_bytes)
     if not 200 <= status < 300:
         detail = _one_line(raw[:512].decode('utf-8', 'replace'))
         raise ProbeFailure('%s answered HTTP %s%s' % (url, status, (': ' + detail) if detail else ''), status)

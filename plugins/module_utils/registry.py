@@ -60,10 +60,11 @@ class SelectionError(ValueError):
 
 
 def groups(available=None):
-    """{group: [ids]} for the groups that have detections."""
+    """{group: [ids]} for the groups that have detections (a declared check is in several: GROUPS)."""
     found = {}
     for detection in (available or BY_ID).values():
-        found.setdefault(detection.GROUP, []).append(detection.ID)
+        for group in getattr(detection, 'GROUPS', None) or (detection.GROUP,):
+            found.setdefault(group, []).append(detection.ID)
     return found
 
 

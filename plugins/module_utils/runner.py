@@ -113,9 +113,10 @@ class CommandRunner(object):
                 raise CommandFailed('cannot run %s: its argument list is too long (%d arguments)' % (describe(cmd), len(cmd)))
             raise CommandFailed('cannot run %s: %s' % (describe(cmd), exc.strerror or exc))
 
-    def run(self, cmd, timeout=None, env=None):
+    def run(self, cmd, timeout=None, env=None, max_output=None):
         """(rc, stdout, stderr) as text (see decode_data and decode). Raises CommandTimeout,
-        CommandFailed, OutputTooLarge."""
+        CommandFailed, OutputTooLarge (more than ``max_output`` bytes, default the runner's, on either pipe)."""
+        max_output = self.max_output if max_output is None else min(max_output, self.max_output)
         seconds, why = self.limit(timeout)
         if seconds <= 0:
             raise CommandTimeout('%s was not run: %s is used up' % (describe(cmd), why))
@@ -137,9 +138,8 @@ class CommandRunner(object):
                         open_pipes.remove(pipe)
                         continue
                     sizes[pipe] += len(chunk)
-                    if sizes[pipe] > self.max_output:
-                        raise OutputTooLarge('%s printed more than %d MiB; stopped reading it'
-                                             % (describe(cmd), self.max_output // (1024 * 1024)))
+                    if sizes[pipe] > max_output:
+                        raise OutputTooLarge('%s printed more than %s; stopped reading it' % (describe(cmd), _size(max_output)))
                     sinks[pipe].append(chunk)
             rc = _wait(proc, deadline)
             if rc is None:
@@ -179,6 +179,14 @@ def _wait(proc, deadline):
         if time.monotonic() >= deadline:
             return None
         time.sleep(0.01)
+
+
+def _size(count):
+    """A byte count for a message: 32 MiB, 64 KiB, 100 bytes."""
+    for unit, name in ((1024 * 1024, 'MiB'), (1024, 'KiB')):
+        if count >= unit and count % unit == 0:
+            return '%d %s' % (count // unit, name)
+    return '%d bytes' % count
 
 
 def _num(seconds):
