@@ -42,6 +42,8 @@ ARGUMENT_SPEC = dict(
     textfile_dir=dict(type='str', default=default('audit_report', 'textfile_dir')),
     started_at=dict(type='float'),
     defer_failure=dict(type='bool', default=False),
+    # raw: a path or a list of them; Ansible's list type would split a path at its commas.
+    check_files=dict(type='raw', default=default('audit_report', 'check_files')),
 )
 
 
@@ -60,14 +62,30 @@ def _host_var(hostvars, host, name, unreadable):
         return unreadable('its %s could not be read on the controller: %s' % (name, reason))
 
 
-def _accept(report, path):
+def _accept(report, path, known):
     """Mark accepted findings; a file that cannot be used (audit_validate checked it before the run,
-    but it may have changed since) accepts nothing and says why: the gate then counts every finding."""
+    but it may have changed since) accepts nothing and says why: the gate then counts every finding.
+    ``known``: the run's check ids (the registry's and the declared checks')."""
     try:
-        entries = accepted.load(path, report_drift.read_bounded)
+        entries = accepted.load(path, report_drift.read_bounded, known)
     except accepted.AcceptProblem as exc:
         return {'accepted': 0, 'expired': 0, 'unmatched': [], 'problem': str(exc)}
     return dict(accepted.apply(report, entries, datetime.date.today()), file=path)
+
+
+def _declared(check_files, results, before):
+    """(the run's declared checks or None, the results and the earlier results with their declared
+    checks judged, a problem). The files were checked before any host was contacted; one that cannot
+    be loaded now (changed during the run) is the run's failure: its hosts' answers are not judged."""
+    if check_files in (None, '', []):
+        return None, results, before, None
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import declared_checks, declared_judge
+    try:
+        checks = declared_checks.load(check_files, registry.BY_ID, registry.GROUPS)
+    except declared_checks.CheckFileProblem as exc:
+        return None, results, before, 'the declared checks were not judged: %s' % '; '.join(exc.problems[:5])
+    return (checks, declared_judge.judge_results(results, checks),
+            declared_judge.judge_results(before, checks) if before else before, None)
 
 
 class ActionModule(ControllerAction):
@@ -87,7 +105,8 @@ class ActionModule(ControllerAction):
                 remediation[host] = _host_var(hostvars, host, args['remediation_var'],
                                               lambda why: {'state': 'unknown', 'reason': why})
 
-        checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS]
+        declared, results, before, declared_problem = _declared(args['check_files'], results, before)
+        checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS] + (declared.report_checks() if declared else [])
         scope = {
             'host_pattern': args['host_pattern'],
             'inventory': [str(s) for s in task_vars.get('ansible_inventory_sources') or []],
@@ -98,10 +117,11 @@ class ActionModule(ControllerAction):
             scope['duration_seconds'] = round(max(0.0, time.time() - args['started_at']), 3)
         report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION,
                                     before=before if args['before_var'] else None,
-                                    remediation=remediation if args['remediation_var'] else None, scope=scope)
+                                    remediation=remediation if args['remediation_var'] else None, scope=scope,
+                                    described=declared.described() if declared else None)
         dest = os.path.abspath(args['dest'])
         if args['accept']:
-            report['accept'] = _accept(report, args['accept'])
+            report['accept'] = _accept(report, args['accept'], set(cid for cid, _title in checks))
         history = None
         if report['kind'] == 'audit' and hosts:
             # Only the ids this run knows are compared, kept and made metrics (a host's others never got this far).
@@ -139,6 +159,8 @@ class ActionModule(ControllerAction):
                                            args['fail_on_new_only'])
         if write_problems:
             lines += ['Report files NOT written: ' + '; '.join(write_problems)]
+        if declared_problem:
+            lines += ['Declared checks NOT judged: ' + declared_problem]
         # Host strings (summaries, reasons, a history's time stamps) reach the terminal only made visible.
         lines = terminal.visible_lines(lines)
         if args['print_summary']:

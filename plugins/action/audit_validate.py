@@ -23,23 +23,25 @@ ARGUMENT_SPEC = dict(
 
 # Values that hold per host (inventory); the others are read where the playbook reads them too.
 PER_HOST = ('postmortem_root', 'postmortem_checks', 'postmortem_probes', 'postmortem_settings', 'postmortem_become',
-            'postmortem_command_timeout', 'postmortem_detection_timeout', 'postmortem_task_timeout')
+            'postmortem_command_timeout', 'postmortem_detection_timeout', 'postmortem_task_timeout',
+            'postmortem_check_files')
 
 
-def _probe_scope(checks):
+def _probe_scope(checks, available=None):
     try:
-        return registry.select(checks if isinstance(checks, (list, tuple)) else [checks])
+        return registry.select(checks if isinstance(checks, (list, tuple)) else [checks], available)
     except registry.SelectionError:
         return None
 
 
-def value_problems(name, value, hosts, checks=None):
-    """The problem with one variable's value (None when fine); ``hosts`` name where it was set."""
+def value_problems(name, value, hosts, checks=None, available=None):
+    """The problem with one variable's value (None when fine); ``hosts`` name where it was set;
+    ``available``: the checks this run can select (the registry's and the declared checks)."""
     if name == 'postmortem_root':
         problem = root_problem(value, local_checks=False)
         return ('postmortem_root for %s: %s' % (_hosts_text(hosts), problem)) if problem else None
-    scope = _probe_scope(checks) if name == 'postmortem_probes' and checks is not None else None
-    problem = interface.check_value(name, value, probes_for=scope)
+    scope = _probe_scope(checks, available) if name == 'postmortem_probes' and checks is not None else None
+    problem = interface.check_value(name, value, probes_for=scope, available=available)
     if problem and hosts:
         problem += ' (for %s)' % _hosts_text(hosts)
     return problem
@@ -75,7 +77,29 @@ def _hosts_text(hosts):
     return ', '.join(hosts[:5]) + (' and %d more' % (len(hosts) - 5) if len(hosts) > 5 else '')
 
 
-def tag_problems(playbook, run_tags, skip_tags):
+def declared_checks(values, found):
+    """The run's declared checks (a CheckSet, or None without check files) from the hosts'
+    postmortem_check_files ({repr: (value, [hosts])}), which must be one value for the whole run;
+    every problem of every file is added to ``found``."""
+    given = [(value, where) for value, where in values.values() if value not in (None, '', [])]
+    if not given:
+        return None
+    if len(values) > 1:
+        found.append('postmortem_check_files must be the same for every host of a run (the report\'s checks are the '
+                     'run\'s): %s' % '; '.join('%r for %s' % (value, _hosts_text(where)) for value, where in values.values()))
+        return None
+    value = given[0][0]
+    if interface.check_value('postmortem_check_files', value):
+        return None  # said by the value's own check
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import declared_checks as loader
+    try:
+        return loader.load(value, registry.BY_ID, registry.GROUPS)
+    except loader.CheckFileProblem as exc:
+        found.extend(exc.problems)
+    return None
+
+
+def tag_problems(playbook, run_tags, skip_tags, declared=()):
     """--tags and --skip-tags: they select fixes in remediate (by detection id); the audit has none."""
     run_tags = [t for t in (run_tags or []) if t != 'all']
     skip_tags = list(skip_tags or [])
@@ -85,8 +109,11 @@ def tag_problems(playbook, run_tags, skip_tags):
             found.append('--tags/--skip-tags select nothing in the audit (%s): choose detections with postmortem_checks'
                          % ', '.join(run_tags + ['!' + t for t in skip_tags]))
         return found
-    found = interface.check_tags(run_tags, skip_tags)
+    found = interface.check_tags(run_tags, skip_tags, declared)
     for tag in run_tags:
+        if tag in declared:
+            found.append('--tags %s: a declared check has no remediation role, so nothing would run (its fix is the '
+                         'advice in its check file)' % tag)
         detection = registry.BY_ID.get(tag)
         if detection is not None and not detection.REMEDIATION.get('role'):
             found.append('--tags %s: that detection has no remediation role, so nothing would run (the fix is manual: '
@@ -104,6 +131,7 @@ class ActionModule(ControllerAction):
         hostvars = task_vars.get('hostvars') or {}
 
         names, per_value, unreadable = set(), {}, {}
+        check_files = {}
         for host in hosts:
             try:
                 variables = hostvars[host]
@@ -112,6 +140,9 @@ class ActionModule(ControllerAction):
             ours = [k for k in variables if k.startswith(interface.PREFIX)]
             names.update(ours)
             read = dict((name, read_variable(variables, name, host, unreadable)) for name in PER_HOST if name in ours)
+            files = read.pop('postmortem_check_files', audit_variables.DEFAULTS['postmortem_check_files'])
+            if files is not UNREADABLE:
+                check_files.setdefault(repr(files), (files, []))[1].append(host)
             checks = read.get('postmortem_checks', audit_variables.DEFAULTS['postmortem_checks'])
             if checks is UNREADABLE:
                 checks = audit_variables.DEFAULTS['postmortem_checks']
@@ -120,31 +151,41 @@ class ActionModule(ControllerAction):
                     key = (name, repr(value), repr(checks) if name == 'postmortem_probes' else None)
                     per_value.setdefault(key, (value, checks, []))[2].append(host)
         names.update(k for k in task_vars if k.startswith(interface.PREFIX))
+        if not hosts and 'postmortem_check_files' in task_vars:
+            files = read_variable(task_vars, 'postmortem_check_files', None, unreadable)
+            if files is not UNREADABLE:
+                check_files[repr(files)] = (files, [])
 
         found = interface.describe_unknown(interface.unknown_variables(names))
+        declared = declared_checks(check_files, found)
+        available = declared.available(registry.BY_ID) if declared is not None else None
+        declared_ids = [c.id for c in declared.checks] if declared is not None else []
         for (name, _raw, _checks_key), (value, checks, where) in sorted(per_value.items()):
-            problem = value_problems(name, value, where, checks)
+            problem = value_problems(name, value, where, checks, available)
             if problem:
                 found.append(problem)
         for name in interface.NAMES:
             if name in task_vars and name not in PER_HOST:
                 value = read_variable(task_vars, name, None, unreadable)
-                problem = value_problems(name, value, None) if value is not UNREADABLE else None
+                problem = value_problems(name, value, None, available=available) if value is not UNREADABLE else None
                 if problem:
                     found.append(problem)
         found.extend(unreadable_problems(unreadable))
-        found.extend(tag_problems(args['playbook'], task_vars.get('ansible_run_tags'), task_vars.get('ansible_skip_tags')))
+        found.extend(tag_problems(args['playbook'], task_vars.get('ansible_run_tags'), task_vars.get('ansible_skip_tags'),
+                                  declared_ids))
         accept = task_vars.get('postmortem_accept')
         if accept and isinstance(accept, str):
             try:
-                accepted.load(os.path.abspath(accept), report_drift.read_bounded)
+                accepted.load(os.path.abspath(accept), report_drift.read_bounded, set(registry.BY_ID) | set(declared_ids))
             except accepted.AcceptProblem as exc:
                 found.append(str(exc))
 
         result['changed'] = False
         result['problems'] = found
-        # When the run began, for the report's duration (a run_once result's facts reach every host).
-        result['ansible_facts'] = {'_postmortem_started_at': time.time()}
+        # When the run began, for the report's duration, and the declared checks' questions for audit_facts
+        # (a run_once result's facts reach every host; [] without check files, so no earlier run's stay).
+        result['ansible_facts'] = {'_postmortem_started_at': time.time(),
+                                   '_postmortem_declared': declared.wire() if declared is not None and not found else []}
         if found:
             result['failed'] = True
             result['msg'] = 'The %s was not started; fix its input first: %s' % (

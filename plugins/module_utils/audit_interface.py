@@ -20,7 +20,8 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.audit_variables import FAIL_ON_CHOICES, NAMES, PREFIX, VARIABLES
 
 # Set by the modules and playbooks, documented as results: never the user's input.
-OUTPUTS = ('postmortem', 'postmortem_run', 'postmortem_gather', 'postmortem_before', 'postmortem_remediation')
+OUTPUTS = ('postmortem', 'postmortem_run', 'postmortem_declared', 'postmortem_gather', 'postmortem_before',
+           'postmortem_remediation')
 
 # Tags Ansible itself gives a meaning to; every other tag must name a detection.
 ANSIBLE_SPECIAL_TAGS = ('all', 'always', 'never', 'tagged', 'untagged')
@@ -106,13 +107,17 @@ def serial(value, name):
     return value
 
 
-def remediation_selection(value, name):
-    """postmortem_remediate: 'all', or ids of detections that have a remediation role."""
+def remediation_selection(value, name, declared=()):
+    """postmortem_remediate: 'all', or ids of detections that have a remediation role. ``declared``:
+    the run's declared check ids (their fix is advice, never a role)."""
     items = _list(value, name)
     with_role = [d.ID for d in registry.DETECTIONS if d.REMEDIATION.get('role')]
     problems = []
     for item in items:
         if item == 'all' or item in with_role:
+            continue
+        if item in declared:
+            problems.append('%s is a declared check: its fix is advice and a docs link, never a role' % item)
             continue
         if item in registry.BY_ID:
             problems.append('%s has no remediation role (the fix is manual: see its page, %s.md, in the docs)' % (item, item))
@@ -125,12 +130,14 @@ def remediation_selection(value, name):
     return items
 
 
-def check_value(name, value, probes_for=None):
-    """The problem with one variable's value, as a message naming the variable; None when it is fine."""
+def check_value(name, value, probes_for=None, available=None):
+    """The problem with one variable's value, as a message naming the variable; None when it is fine.
+    ``available``: the checks a run can select ({id: detection}: the registry's and the run's declared
+    checks; the registry's by default)."""
     kind = dict((v[0], v[1]) for v in VARIABLES)[name]
     try:
         if kind == 'list' and name == 'postmortem_checks':
-            registry.select(_list(value, name))
+            registry.select(_list(value, name), available)
         elif kind == 'list' and name == 'postmortem_probes':
             registry.validate_probes(_list(value, name), probes_for if probes_for is not None else registry.DETECTIONS)
         elif kind == 'dict':
@@ -145,7 +152,13 @@ def check_value(name, value, probes_for=None):
         elif kind == 'serial':
             serial(value, name)
         elif kind == 'remediate':
-            remediation_selection(value, name)
+            remediation_selection(value, name, [cid for cid in available or () if cid not in registry.BY_ID])
+        elif kind == 'check_files':
+            if value in (None, '', []):
+                return None
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) and i.strip() for i in items):
+                return '%s must be a path or a list of paths (files or directories of *.yml), got %r' % (name, value)
         elif kind in ('str', 'path'):
             if not isinstance(value, str) or not value.strip():
                 return '%s must be a non-empty string, got %r' % (name, value)
@@ -158,9 +171,10 @@ def check_value(name, value, probes_for=None):
     return None
 
 
-def check_tags(run_tags, skip_tags):
-    """Problems with --tags/--skip-tags: each must be a detection id, or one of Ansible's own."""
-    known = set(registry.BY_ID) | set(ANSIBLE_SPECIAL_TAGS)
+def check_tags(run_tags, skip_tags, declared=()):
+    """Problems with --tags/--skip-tags: each must be a detection id (the registry's or a declared
+    check's of this run), or one of Ansible's own."""
+    known = set(registry.BY_ID) | set(ANSIBLE_SPECIAL_TAGS) | set(declared)
     found = []
     for option, tags in (('--tags', run_tags), ('--skip-tags', skip_tags)):
         for tag in tags or ():
@@ -168,5 +182,5 @@ def check_tags(run_tags, skip_tags):
                 continue
             close = difflib.get_close_matches(tag, sorted(known), n=1, cutoff=0.6)
             found.append('%s %s names no detection%s; known: %s' % (
-                option, tag, (' (did you mean %s?)' % close[0]) if close else '', ', '.join(registry.BY_ID)))
+                option, tag, (' (did you mean %s?)' % close[0]) if close else '', ', '.join(list(registry.BY_ID) + list(declared))))
     return found

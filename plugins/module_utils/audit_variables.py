@@ -21,7 +21,8 @@ DEFAULT_TASK_TIMEOUT = 1800
 FAIL_ON_CHOICES = ('never',) + STATUSES
 
 # name: (type, default, playbooks that read it, description). Types: str, list, dict, bool, seconds,
-# path, optional_path ('' for none), status, serial, remediate. Order: as the README lists them.
+# path, optional_path ('' for none), check_files (a path or a list of them), status, serial, remediate.
+# Order: as the README lists them.
 VARIABLES = (
     ('postmortem_hosts', 'str', 'all', ('audit', 'remediate'), 'Host pattern to audit.'),
     ('postmortem_checks', 'list', ['all'], ('audit', 'remediate'),
@@ -29,6 +30,9 @@ VARIABLES = (
     ('postmortem_probes', 'list', [], ('audit', 'remediate'), 'Opt-in probes to run.'),
     ('postmortem_root', 'path', '/', ('audit', 'remediate'), 'Alternate filesystem root, for image audits (per host).'),
     ('postmortem_settings', 'dict', {}, ('audit', 'remediate'), 'Per-detection settings.'),
+    ('postmortem_check_files', 'check_files', [], ('audit', 'remediate'),
+     'Your own declared checks: a YAML file, a directory of *.yml, or a list of them, on the controller '
+     '(docs/declared_checks.md). The same for every host of a run.'),
     ('postmortem_report_dir', 'path', 'postmortem-report', ('audit', 'remediate'), 'Where the reports go.'),
     ('postmortem_fail_on', 'status', 'never', ('audit', 'remediate'),
      'Fail when a finding is at or above this status.'),
@@ -75,6 +79,7 @@ MODULE_OPTIONS = {
     'postmortem_previous': (('audit_report', 'previous'),),
     'postmortem_accept': (('audit_report', 'accept'), ('remediation_plan', 'accept')),
     'postmortem_textfile_dir': (('audit_report', 'textfile_dir'),),
+    'postmortem_check_files': (('audit_report', 'check_files'),),
     'postmortem_remediate': (('remediation_plan', 'remediate'),),
     'postmortem_remediate_accepted': (('remediation_plan', 'remediate_accepted'),),
 }

@@ -33,9 +33,21 @@ options:
       - C(vllm) (group) - C(vllm_weight_cache), C(vllm_lora_patterns).
       # END GENERATED detection ids
       - An unknown id or group fails the task before any detection runs.
+      - With I(declared), the declared checks' ids, the group C(declared) and their own groups select them too.
     type: list
     elements: str
     default: [all]
+  declared:
+    description:
+      - Declared checks to ask, as C(homelab.postmortem.audit_validate) makes them from C(postmortem_check_files)
+        (each an C(id), C(title), C(groups), C(timeout), C(digest) and C(gather), its questions). The host only
+        answers them, in C(ansible_facts.postmortem_declared); their verdict is the controller's
+        (C(homelab.postmortem.audit_report)). See the collection's C(docs/declared_checks.md).
+      - A check whose questions are wrong is that check's C(error); an entry that cannot even be named fails the task.
+    type: list
+    elements: dict
+    default: []
+    version_added: 0.2.0
 extends_documentation_fragment:
   - homelab.postmortem.detection
 author:
@@ -114,6 +126,13 @@ ansible_facts:
               - Leave sleep mode off (--sleep-idle-seconds -1, the default).
           references:
             - https://github.com/ggml-org/llama.cpp/issues/29689
+    postmortem_declared:
+      description:
+        - The answers to the declared checks' questions, keyed by check id - C(digest), C(now) (the host's
+          time) and C(answers) (one per question), or C(status) and C(reason) when the check could not be
+          asked (C(error), C(unknown), C(not_applicable)). Data for the controller's judge, not findings.
+      returned: when I(declared) is not empty
+      type: dict
     postmortem_run:
       description: How the findings were produced.
       returned: always
@@ -121,6 +140,11 @@ ansible_facts:
       contains:
         checks:
           description: Detection ids that ran.
+          type: list
+          elements: str
+          returned: always
+        declared:
+          description: Declared check ids that were asked.
           type: list
           elements: str
           returned: always

@@ -136,6 +136,17 @@ options:
     type: str
     default: ''
     version_added: 0.2.0
+  check_files:
+    description:
+      - The run's declared checks (C(postmortem_check_files)) - a YAML file, a directory of C(*.yml), or a list
+        of them. Each host's answers to their questions (C(ansible_facts.postmortem_declared)) are judged here,
+        on the controller, before the report is built, and become findings like the built-in ones. Needs the
+        Python package C(jmespath) on the controller. See the collection's C(docs/declared_checks.md).
+      - A file that cannot be loaded any more (it changed during the run) fails the task; the report is still
+        written, without the declared checks.
+    type: raw
+    default: []
+    version_added: 0.2.0
   started_at:
     description: When the run began (Unix time), for the run's duration in the report and the metrics.
     type: float

@@ -6,7 +6,7 @@
 The file is YAML, a list of entries (or a mapping with the list under ``accepted``)::
 
     - host: pi-livingroom          # an inventory name, or a shell pattern: pi-*
-      check: pi_ir_tx              # a detection id
+      check: pi_ir_tx              # a detection id, or a declared check's (site.backup_fresh)
       reason: the IR blaster is unplugged until the new kernel ships
       expires: 2027-03-01          # optional; from this day on the finding counts again
 
@@ -29,6 +29,7 @@ import re
 import yaml
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.declared import spec
 
 MAX_BYTES = 4 * 1024 * 1024
 MAX_ENTRIES = 10000
@@ -90,7 +91,16 @@ def _date(value):
         return None, 'expires must be a date (YYYY-MM-DD), got %r' % (value,)
 
 
-def _entry_problems(entry):
+def _known_check(check_id, known):
+    """Whether an accept entry's check is one this run knows: ``known`` (the registry's ids and the run's
+    declared checks), or, where the declared checks are not loaded (None), any built-in id and any id in
+    the declared checks' namespace form."""
+    if known is not None:
+        return check_id in known
+    return check_id in registry.BY_ID or bool(spec.ID_RE.match(check_id))
+
+
+def _entry_problems(entry, known=None):
     """(the entry checked, or None; [its problems])."""
     if not isinstance(entry, dict):
         return None, ['expected a mapping with host, check and reason, got %s' % type(entry).__name__]
@@ -101,8 +111,9 @@ def _entry_problems(entry):
     for key in ('host', 'check', 'reason'):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             problems.append('%s must be a non-empty string' % key)
-    if isinstance(entry.get('check'), str) and entry['check'].strip() and entry['check'] not in registry.BY_ID:
-        problems.append('unknown check %r; known checks: %s' % (entry['check'], ', '.join(registry.BY_ID)))
+    if isinstance(entry.get('check'), str) and entry['check'].strip() and not _known_check(entry['check'], known):
+        problems.append('unknown check %r; known checks: %s' % (
+            entry['check'], ', '.join(sorted(known) if known is not None else registry.BY_ID)))
     expires = None
     if entry.get('expires') is not None:
         expires, problem = _date(entry['expires'])
@@ -114,7 +125,7 @@ def _entry_problems(entry):
             'expires': expires.isoformat() if expires else None}, []
 
 
-def parse(data, source):
+def parse(data, source, known=None):
     """The entries of an accept file, checked whole; raises AcceptProblem naming the file and, for
     each problem of each entry, the entry's number and check."""
     if isinstance(data, dict) and 'accepted' not in data:
@@ -128,7 +139,7 @@ def parse(data, source):
         raise AcceptProblem(source, ['%d entries, more than %d' % (len(entries), MAX_ENTRIES)])
     parsed, problems = [], []
     for number, entry in enumerate(entries, 1):
-        checked, found = _entry_problems(entry)
+        checked, found = _entry_problems(entry, known)
         if found:
             check = entry.get('check') if isinstance(entry, dict) else None
             where = 'entry %d%s' % (number, (' (%s)' % check) if isinstance(check, str) and check.strip() else '')
@@ -141,8 +152,9 @@ def parse(data, source):
     return parsed
 
 
-def load(path, read_bytes):
-    """Entries from ``path``; ``read_bytes(path, limit)`` is the caller's bounded read."""
+def load(path, read_bytes, known=None):
+    """Entries from ``path``; ``read_bytes(path, limit)`` is the caller's bounded read; ``known``: the
+    run's check ids (see _known_check)."""
     source = 'postmortem_accept %s' % path
     try:
         text = read_bytes(path, MAX_BYTES).decode('utf-8')
@@ -153,7 +165,7 @@ def load(path, read_bytes):
     except Exception as exc:  # pylint: disable=broad-except
         # Whatever the YAML loader raises, the file is unusable; say why in one line.
         raise AcceptProblem(source, ['is not YAML: %s' % ' '.join(str(exc).split())[:200]])
-    return parse(data, source)
+    return parse(data, source, known)
 
 
 def match(entries, host, check, today):

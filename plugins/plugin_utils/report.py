@@ -161,11 +161,14 @@ def unaudited_reason(entries, shown=3):
         ' and %d more, each with its reason in the report' % (len(entries) - shown) if len(entries) > shown else '')
 
 
-def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None, scope=None):
+def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None, scope=None,
+          described=None):
     """hosts: names in inventory order; results: {host: registered result or None};
     checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run);
     remediation: {host: what the remediation recorded, or None}; scope: the run's host pattern,
-    inventory sources, limit and check mode (a report without hosts says why from it)."""
+    inventory sources, limit and check mode (a report without hosts says why from it);
+    described: {id: {docs, advice, source}} of the run's declared checks (their entry in ``checks``
+    carries it as ``declared``: the fix the report offers for them)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     known = frozenset(cid for cid, _title in checks)
     encoded = [_entry_and_texts(name, results.get(name), known) for name in hosts]
@@ -194,7 +197,8 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
         'kind': 'remediation' if before is not None or remediation is not None else 'audit',
         'generator': 'homelab.postmortem %s' % collection_version,
         'generated_at': now.strftime('%Y-%m-%dT%H:%M:%SZ'),
-        'checks': [{'id': cid, 'title': title} for cid, title in known_checks],
+        'checks': [dict({'id': cid, 'title': title}, **({'declared': described[cid]} if cid in (described or {}) else {}))
+                   for cid, title in known_checks],
         'statuses': list(STATUSES),
         'hosts': entries,
         'totals': dict((k, v) for k, v in totals.items() if v),

@@ -313,7 +313,7 @@ __REPORT_CHUNKS__
     box.appendChild(loading);
     findingsOf(hostIndex).then(function (findings) {
       box.removeChild(loading);
-      showFinding(box, findings[check.id]);
+      showFinding(box, findings[check.id], check);
       box.setAttribute("data-ready", "1");
     }, function (problem) {
       loading.textContent = "The findings could not be opened: " + problem.message;
@@ -321,7 +321,7 @@ __REPORT_CHUNKS__
     });
   }
 
-  function showFinding(box, f) {
+  function showFinding(box, f, check) {
     var p = el("p");
     p.appendChild(el("span", {"class": "badge s-" + f.status}, f.status));
     box.appendChild(p);
@@ -354,9 +354,17 @@ __REPORT_CHUNKS__
       box.appendChild(el("p", {"class": "disruption"}, "Disruption: " + remediation.disruption));
     }
     addList(box, automated ? "Manual steps" : "Fix", remediation.manual, function (m) { return el("li", {}, m); });
-    var page = report.docs + "/" + box.getAttribute("data-check") + ".md";
+    // A declared check's docs are its own (a link or a line of text, from its check file).
+    var declared = check.declared;
+    var page = declared ? declared.docs : report.docs + "/" + box.getAttribute("data-check") + ".md";
     var docs = el("p", {"class": "docs"}, "Docs: ");
-    docs.appendChild(el("a", {href: "file://" + encodeURI(page)}, page));
+    if (!declared) {
+      docs.appendChild(el("a", {href: "file://" + encodeURI(page)}, page));
+    } else if (/^https?:\\/\\//.test(page)) {
+      docs.appendChild(el("a", {href: page, rel: "noreferrer"}, page));
+    } else {
+      docs.appendChild(document.createTextNode(page));
+    }
     box.appendChild(docs);
     addList(box, "References", f.references, function (r) {
       var li = el("li");

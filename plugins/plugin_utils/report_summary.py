@@ -46,11 +46,15 @@ def fit(line, width=WIDTH):
     return line if len(line) <= width else line[:width - 3] + '...'
 
 
-def fix_text(cid, finding):
+def fix_text(cid, finding, declared=None):
     """The remediation named in one phrase: role and vars, module, or the first manual step. What is
     offered comes from the registry's REMEDIATION for the check, never from the host's finding (a
     host must not be able to suggest a role to run); only the disruption a host reports (an image has
-    none to reboot) is taken, when it is one of the model's."""
+    none to reboot) is taken, when it is one of the model's. A declared check's (``declared``: its
+    entry in the report's checks) is its check file's advice and docs link, never a role."""
+    if declared:
+        advice = declared.get('advice') or []
+        return '%s (docs: %s)' % (one_line(advice[0], 200) if advice else 'see its docs', one_line(declared.get('docs'), 300))
     detection = registry.BY_ID.get(cid)
     remediation = dict(detection.REMEDIATION) if detection is not None else {}
     reported = finding.get('remediation') if isinstance(finding, dict) else None
@@ -167,6 +171,7 @@ def _worst_hosts(report, checks, budget):
     if not needing:
         return ['', 'Nothing needs attention.']
     shown = max(MIN_WORST_HOSTS, min(WORST_HOSTS, (budget - 3) // 3))
+    declared = dict((c['id'], c['declared']) for c in report['checks'] if c.get('declared'))
     lines = ['', 'Worst finding per host (%d host(s) need attention%s):' % (
         len(needing), ', the worst %d shown' % shown if len(needing) > shown else '')]
     for _rank_key, _position, entry, (cid, status) in needing[:shown]:
@@ -180,7 +185,7 @@ def _worst_hosts(report, checks, budget):
         lines.append(fit('  %s: %s [%s]%s' % (entry['name'], cid, status, (' (+%d more on this host)' % others) if others else '')))
         lines.append(fit('      %s' % one_line(finding.get('summary'))))
         if status in OPEN:
-            lines.append(fit('      fix: %s' % fix_text(cid, finding)))
+            lines.append(fit('      fix: %s' % fix_text(cid, finding, declared.get(cid))))
         else:
             # Nothing was measured to fix: say so rather than offer a restart for a guess.
             lines.append(fit('      no fix offered: the audit could not tell (%s); the reason is above' % status))
