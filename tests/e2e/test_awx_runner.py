@@ -64,6 +64,9 @@ def test_execution_environment_build_context(tmp_path):
     with open(os.path.join(context, '_build', 'requirements.yml')) as handle:
         requirements = yaml.safe_load(handle)
     assert requirements['collections'] == [{'name': '/tmp/postmortem/homelab-postmortem.tar.gz', 'type': 'file'}]
+    # The controller side's one Python dependency beyond ansible-core: jmespath, for declared checks.
+    with open(os.path.join(context, '_build', 'requirements.txt')) as handle:
+        assert 'jmespath==1.1.0' in handle.read().split()
     # The tarball the image installs is the collection: install it elsewhere and read a module's docs from it.
     tarball = os.path.join(context, '_build', 'postmortem', 'homelab-postmortem.tar.gz')
     # Only tmp_path: with the test run's collections path configured too, ansible-galaxy finds the collection
