@@ -119,9 +119,6 @@ def _connect(url, scheme, addresses, deadline, timeout):
 
 def _exchange(url, method, body, timeout, headers, max_bytes):
     """(status, reply bytes: at most ``max_bytes`` + 1, so that a caller can tell "more")."""
-    # Imported here: http.client, and what it imports, is the largest import a request needs, and
-    # only opt-in probes and hosts that run Ollama send one.
-    from ansible.module_utils.six.moves import http_client
     from ansible_collections.homelab.postmortem.plugins.module_utils import deadline_http
     scheme, addresses, host_header, target = _target(url)
     data = None
@@ -135,6 +132,9 @@ def _exchange(url, method, body, timeout, headers, max_bytes):
     except ValueError as exc:
         raise ProbeFailure('%s was not asked: %s' % (url, exc))
     sock = _connect(url, scheme, addresses, deadline, timeout)
+    # Imported once something accepted the connection: http.client, and what it imports, is the largest
+    # import a request needs, and only opt-in probes, hosts that run Ollama and declared checks send one.
+    from ansible.module_utils.six.moves import http_client
     try:
         status, _reason, raw = deadline_http.exchange(sock, host_header, method, target, data, send_headers,
                                                       max_bytes)

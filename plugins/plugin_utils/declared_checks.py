@@ -408,7 +408,10 @@ def _judge(value, where, entry, names, jmespath_module, problems):
             problems.append('%s: name names each instance: it needs instances' % where(key, value))
             continue
         per_item = with_instances and key in ('name', 'affected', 'at_risk')
-        compiled, why = jmespath_module.compile_expression(value[key], item_names if per_item else root_names)
+        names = item_names if per_item else root_names
+        # The conditions come after the evidence, and may read it: evidence.<field>.
+        names = names | set(('evidence',)) if key in ('affected', 'at_risk') else names
+        compiled, why = jmespath_module.compile_expression(value[key], names)
         if why:
             problems.append('%s: judge.%s %s' % (where(key, value), key, why))
         judge[key] = compiled

@@ -272,6 +272,11 @@ class Functions(jmespath_functions.Functions):
         moment = epoch(value)
         return None if moment is None or self.now is None else self.now - moment
 
+    @signature({'types': ['string', 'number', 'null']}, {'types': ['string', 'number', 'null']})
+    def _func_elapsed(self, start, end):
+        first, last = epoch(start), epoch(end)
+        return None if first is None or last is None else last - first
+
     @signature({'types': ['string', 'number', 'null']})
     def _func_seconds(self, value):
         return span_seconds(value)
@@ -404,6 +409,8 @@ def compile_expression(text, names):
             return None, 'calls %s() with %d argument(s); it takes %s%d' % (name, count, 'at least ' if variadic else '',
                                                                           len(wanted))
     for root in found['roots'] if names is not None else ():
+        if root in ('null', 'true', 'false') and root not in names:
+            return None, 'reads a field named %s: JMESPath writes the value as `%s`, in backquotes' % (root, root)
         if root not in names:
             close = difflib.get_close_matches(root, sorted(names), n=1, cutoff=0.6)
             return None, 'reads %s, which is not a question of this check%s; it can read %s' % (

@@ -150,8 +150,9 @@ def _instances(judging, context):
         name = judging.value('name', data)
         if isinstance(name, bool) or not isinstance(name, (str, int, float)):
             raise jp.JudgeFailure('judge.name gave %s for an item, not text or a number' % _described(name))
-        status = judging.status(data)
         fields = judging.evidence(data)
+        data['evidence'] = fields
+        status = judging.status(data)
         shown = dict(fields, name=_shown(name), status=status)
         instances.append({'name': _shown(name), 'status': status, 'summary': judging.summary(status, shown),
                           'evidence': fields})
@@ -199,8 +200,8 @@ def judge_check(check, answer, host):
             if not instances:
                 return _finding(check, 'not_applicable', 'Nothing to judge on this host (judge.instances is empty).')
             return _finding(check, None, _instances_summary(check, instances), instances=instances)
-        status = judging.status(context)
         fields = judging.evidence(context)
+        status = judging.status(dict(context, evidence=fields))
         return _finding(check, status, judging.summary(status, dict(fields, status=status)), evidence=fields)
     except jp.JudgeFailure as exc:
         return _finding(check, 'error', 'The judge of %s failed on this host\'s answers: %s' % (check.id, _one_line(exc)))

@@ -238,6 +238,10 @@ def http(ctx, question, _shared):
     url = question['url']
     answer = {'url': url, 'reachable': False, 'reason': None, 'status': None, 'body': None}
     timeout = min(question['timeout'], time_left(ctx, 'GET %s' % url))
+    if not loopback_http.accepts_connections(url, timeout):
+        # Asked with a bare connect first: a host where nothing listens loads no HTTP or TLS code.
+        answer['reason'] = '%s: nothing accepts connections there' % url
+        return answer
     try:
         status, raw = loopback_http.request(url, timeout=timeout, max_bytes=question['max_bytes'])
     except loopback_http.ProbeFailure as exc:

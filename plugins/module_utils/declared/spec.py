@@ -25,7 +25,7 @@ ID_RE = re.compile(r'^[a-z][a-z0-9_]{0,62}(\.[a-z][a-z0-9_]{0,62}){1,3}$')
 NAME_RE = re.compile(r'^[a-z][a-z0-9_]{0,62}$')
 GROUP_RE = re.compile(r'^[a-z][a-z0-9_-]{0,62}$')
 # The JMESPath context's own keys: a question may not take these names.
-RESERVED_NAMES = ('now', 'host', 'item')
+RESERVED_NAMES = ('now', 'host', 'item', 'evidence')
 DECLARED_GROUP = 'declared'
 MAX_QUESTIONS = 20
 MAX_GROUPS = 10

@@ -78,7 +78,7 @@ def test_every_problem_is_named_with_file_line_and_check(tmp_path):
         '%s:13: check site.backup_fresh: gather[0] (backup): unknown option pth (did you mean path?); a file question '
         'takes allow_error, content, kind, max_bytes, name, path' % path,
         '%s:18: check site.backup_fresh: judge.at_risk reads bakup, which is not a question of this check (did you mean '
-        'backup?); it can read backup, host, now' % path,
+        'backup?); it can read backup, evidence, host, now' % path,
         '%s:22: check site.backup_fresh: summary names {sise}, which is not an evidence field (did you mean size?); it '
         'can name {size}, {status}' % path,
         '%s:23: check site.backup_fresh: summary for okay (did you mean ok?); summaries are for affected, at_risk, ok, '
@@ -98,7 +98,7 @@ def test_every_problem_is_named_with_file_line_and_check(tmp_path):
     (('backup.size == `0`', 'backup.size =='), 'judge.affected is not a JMESPath expression'),
     (("seconds('26h')", "secs('26h')"), 'calls secs(), which is not a function (did you mean seconds()?)'),
     (('        path: /srv/backup/latest.tar', '        path: srv/backup'), "path must be an absolute path, got 'srv/backup'"),
-    (('- name: backup', '- name: now'), "name now is the judge's own (now, host, item)"),
+    (('- name: backup', '- name: now'), "name now is the judge's own (now, host, item, evidence)"),
 ])
 def test_each_mistake_is_refused(tmp_path, change, problem):
     problems = _problems(tmp_path, GOOD.replace(*change))

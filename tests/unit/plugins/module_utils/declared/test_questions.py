@@ -135,7 +135,7 @@ def test_http_answers_status_and_body_and_nothing_listening():
         probe.bind(('127.0.0.1', 0))
         port = probe.getsockname()[1]
     closed = _ask(ctx, 'http', url='http://127.0.0.1:%d/' % port)
-    assert (closed['reachable'], closed['error']) == (False, None) and 'cannot be reached' in closed['reason']
+    assert (closed['reachable'], closed['error']) == (False, None) and 'nothing accepts connections' in closed['reason']
 
 
 def test_http_that_trickles_floods_or_is_not_json_is_bounded():
