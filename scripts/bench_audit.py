@@ -13,11 +13,15 @@
    against ansible.builtin.setup, alternated, forks = hosts, then at 12 with pipelining on, then
    each module's AnsiballZ file run by itself on one fleet host (CPU and wall time; ping is the
    floor every module pays). BENCH_FLEET=0 skips it.
-4. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
+4. Declared checks: the audit playbook (homelab.postmortem.audit) over the same local hosts with 20
+   declared checks of the examples' kinds that find nothing here (units and ports nobody has, a fresh
+   backup file, a podman without unhealthy containers), against the same playbook without them,
+   alternated: CPU and wall time, as a ratio (the goal: at most 1.15x CPU).
+5. The fleet report for 1,000 and 10,000 synthetic hosts (six findings each, three
    instances per finding): building and writing JSON, JUnit and HTML against one compact
    json.dumps of the same data (the floor), and against json.dump of it to a file (which
    Python runs through its pure-Python encoder: the issue's "json.dump" floor).
-BENCH_LOCAL=0, BENCH_PODMAN=0, BENCH_FLEET=0 and BENCH_REPORT=0 skip a section.
+BENCH_LOCAL=0, BENCH_PODMAN=0, BENCH_FLEET=0, BENCH_DECLARED=0 and BENCH_REPORT=0 skip a section.
 Nothing here is a pass/fail test.
 """
 import json
@@ -45,20 +49,21 @@ def playbook(tasks):
     return [{'name': 'bench', 'hosts': 'all', 'gather_facts': False, 'tasks': tasks}]
 
 
-def alternated_costs(playbooks, inventory, env, args=()):
+def alternated_costs(playbooks, inventory, env, args=(), side_args=None):
     """({name: median wall time}, {name: median CPU time}) of ansible-playbook over each of
     ``playbooks`` ({name: path}), run alternately ROUNDS times, so that drift in machine load hits
     every side alike. CPU time is user + system of ansible-playbook and everything it started (the
     controller's workers and, for local hosts, the modules and the commands they ran): what the run
-    cost the machines, which other tenants' load changes less than the wall time."""
+    cost the machines, which other tenants' load changes less than the wall time. ``side_args``:
+    {name: [more ansible-playbook arguments for that side only]}."""
     times = dict((name, []) for name in playbooks)
     cpu = dict((name, []) for name in playbooks)
     for _round in range(ROUNDS):
         for name, path in playbooks.items():
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.monotonic()
-            subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', inventory] + list(args) + [path],
-                           env=env, check=True, capture_output=True)
+            subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', inventory] + list(args)
+                           + list((side_args or {}).get(name, ())) + [path], env=env, check=True, capture_output=True)
             times[name].append(time.monotonic() - started)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -92,6 +97,8 @@ def main():
         podman_host_bench(work, env)
     if os.environ.get('BENCH_FLEET', '1') == '1':
         fleet_bench(work, env)
+    if os.environ.get('BENCH_DECLARED', '1') == '1':
+        declared_bench(work, env)
     if os.environ.get('BENCH_REPORT', '1') == '1':
         report_bench()
 
@@ -107,6 +114,61 @@ def local_bench(work, plays, env):
     print('  one <id>_facts call per detection     %6.2f s' % per)
     print('  ratio audit / setup                   %6.2fx (CPU: %4.2fx)' % (one / setup, cpu['one_call'] / cpu['setup']))
     print('  ratio per-detection / one-call        %6.2fx' % (per / one))
+
+
+def declared_checks(work):
+    """20 declared checks of the examples' kinds (examples/declared_checks), made to find nothing on
+    this machine: systemd units and ports nobody has (this machine has no systemd as PID 1), a fresh
+    backup file, the machine's own fstab, a Prometheus port where nothing listens, podman's unhealthy
+    containers (none in a fresh store)."""
+    import yaml
+    folder = os.path.join(REPO, 'examples', 'declared_checks')
+    examples = {}
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name)) as handle:
+            check = yaml.safe_load(handle)['checks'][0]
+            examples[check['id'].split('.', 1)[1]] = check
+    backups = os.path.join(work, 'backups')
+    os.makedirs(backups, exist_ok=True)
+    with open(os.path.join(backups, 'fresh.tar.gz'), 'w') as handle:
+        handle.write('a backup')
+    edits = {
+        'backup_timer': lambda q, n: q.update(unit=q['unit'].replace('backup', 'bench%d' % n)),
+        'unit_listening': lambda q, n: q.update(unit='bench%d.service' % n) if q['kind'] == 'systemd' else q.update(port=19000 + n),
+        'fstab_mounted': lambda q, n: None,
+        'backup_file': lambda q, n: q.update(pattern=os.path.join(backups, '*.tar.gz')),
+        'health_fields': lambda q, n: q.update(url='http://127.0.0.1:%d/api/v1/targets' % (19100 + n)),
+        'container_health': lambda q, n: None,
+    }
+    counts = {'backup_timer': 4, 'unit_listening': 4, 'fstab_mounted': 2, 'backup_file': 4, 'health_fields': 4,
+              'container_health': 2}
+    checks = []
+    for kind, count in sorted(counts.items()):
+        for number in range(count):
+            check = json.loads(json.dumps(examples[kind]))
+            check['id'] = 'bench.%s_%d' % (kind, number)
+            for question in check['gather']:
+                edits[kind](question, number)
+            checks.append(check)
+    path = os.path.join(work, 'declared-checks.yml')
+    with open(path, 'w') as handle:
+        yaml.safe_dump({'checks': checks}, handle, sort_keys=False)
+    return path, len(checks)
+
+
+def declared_bench(work, env):
+    """The audit playbook with and without 20 declared checks that find nothing, alternated."""
+    checks, count = declared_checks(work)
+    sides = {'without': 'homelab.postmortem.audit', 'with': 'homelab.postmortem.audit'}
+    side_args = dict((name, ['-e', json.dumps({'postmortem_report_dir': os.path.join(work, 'report-' + name)})])
+                     for name in sides)
+    side_args['with'] += ['-e', json.dumps({'postmortem_check_files': checks})]
+    medians, cpu = alternated_costs(sides, os.path.join(work, 'inventory.json'), env, side_args=side_args)
+    print('declared checks (%d of the examples\' kinds that find nothing, %d local hosts, %d rounds alternated, '
+          'the audit playbook)' % (count, HOSTS, ROUNDS))
+    print('  without %5.2f s wall, %5.2f s CPU; with %5.2f s wall, %5.2f s CPU; ratio with / without %4.2fx wall, '
+          '%4.2fx CPU (goal: at most 1.15x CPU)' % (medians['without'], cpu['without'], medians['with'], cpu['with'],
+                                                    medians['with'] / medians['without'], cpu['with'] / cpu['without']))
 
 
 BUILD = os.path.join(REPO, 'build')

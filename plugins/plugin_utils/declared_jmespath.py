@@ -365,6 +365,8 @@ def _walk(node, rooted, found):
         found['functions'].append((node['value'], len(children)))
     if kind == 'field' and rooted:
         found['roots'].append(node['value'])
+    if kind in ('subexpression', 'index_expression', 'projection') and children and children[0].get('type') == 'not_expression':
+        found['negated'] = True
     if kind in ('subexpression', 'index_expression', 'pipe', 'projection', 'value_projection', 'filter_projection',
                 'flatten'):
         for position, child in enumerate(children):
@@ -399,6 +401,9 @@ def compile_expression(text, names):
         _walk(parsed.parsed, True, found)
     except RecursionError:
         return None, 'nests too deeply'
+    if found.get('negated'):
+        # JMESPath binds ! tighter than . and []: !a.b is (!a).b, always null. Upstream's parser, not ours.
+        return None, 'negates before it reads a field: JMESPath reads !a.b as (!a).b (always null); write !(a.b)'
     for name, count in found['functions']:
         if name not in FUNCTIONS:
             close = difflib.get_close_matches(name, sorted(FUNCTIONS), n=1, cutoff=0.6)

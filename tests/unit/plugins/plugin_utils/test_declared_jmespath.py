@@ -180,3 +180,12 @@ def test_compile_reads_only_the_root_names():
     compiled, problem = jp.compile_expression("units[?ActiveState == 'failed'].{n: unit} | sort_by(@, &n)",
                                               set(['units']))
     assert compiled is not None, problem
+
+
+def test_a_negation_that_jmespath_reads_otherwise_is_refused():
+    """jmespath.py's parser binds ! (45) tighter than . (40) and [] (BINDING_POWER in jmespath/parser.py),
+    so !a.b is (!a).b: null whatever a.b is, which upstream evaluates without complaint."""
+    assert jmespath.search('!a.b', {'a': {'b': True}}) is None and jmespath.search('!(a.b)', {'a': {'b': True}}) is False
+    compiled, problem = jp.compile_expression('!a.b', set(['a']))
+    assert compiled is None and 'write !(a.b)' in problem
+    assert jp.compile_expression('!(a.b) && !contains(a.c, `1`)', set(['a']))[0] is not None
