@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import sys
 
 import yaml
 
@@ -62,15 +63,15 @@ class _Sequence(list):
     lines = None
 
 
-class _Loader(yaml.SafeLoader):  # pylint: disable=too-many-ancestors
-    """PyYAML's safe loader, keeping each mapping's and list's lines; anchors and aliases refused
-    (a few lines of aliases can stand for billions of values)."""
+class _Loader(getattr(yaml, 'CSafeLoader', yaml.SafeLoader)):  # pylint: disable=too-many-ancestors
+    """PyYAML's safe loader (libyaml's parser where PyYAML has it), keeping each mapping's and list's
+    lines; aliases refused (a few lines of aliases can stand for billions of values): a node met a
+    second time is one."""
 
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.events.AliasEvent):
-            raise yaml.MarkedYAMLError(None, None, 'aliases (*name) are not supported in check files',
-                                       self.peek_event().start_mark)
-        return super(_Loader, self).compose_node(parent, index)
+    def construct_object(self, node, deep=False):
+        if node in self.constructed_objects or node in self.recursive_objects:
+            raise yaml.MarkedYAMLError(None, None, 'aliases (*name) are not supported in check files', node.start_mark)
+        return super(_Loader, self).construct_object(node, deep)
 
 
 def _construct_mapping(loader, node):
@@ -199,10 +200,8 @@ def check_files(paths):
 def load(paths, builtin_ids, builtin_groups):
     """The CheckSet of the files ``paths`` names; CheckFileProblem with every problem otherwise.
     ``builtin_ids``/``builtin_groups``: the registry's, which declared ids and groups may not take."""
-    try:
-        from ansible_collections.homelab.postmortem.plugins.plugin_utils import declared_jmespath
-    except ImportError:
-        import sys
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import declared_jmespath
+    if declared_jmespath.jmespath is None:
         raise CheckFileProblem([JMESPATH_NEEDED % sys.executable])
     files = check_files(paths)
     checks, problems, seen = [], [], {}

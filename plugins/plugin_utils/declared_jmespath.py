@@ -29,12 +29,25 @@ import json
 import re
 import time
 
-import jmespath
-from jmespath import exceptions as jmespath_errors
-from jmespath import functions as jmespath_functions
-from jmespath import visitor as jmespath_visitor
-
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import version_tuple
+
+try:
+    import jmespath
+    from jmespath import exceptions as jmespath_errors
+    from jmespath import functions as jmespath_functions
+    from jmespath import visitor as jmespath_visitor
+except ImportError:
+    # A controller without it: declared_checks.load says so before any host is contacted, and only a run
+    # with check files needs it. Nothing below is used then.
+    jmespath = None
+    _FUNCTIONS_BASE = _INTERPRETER_BASE = object
+
+    def signature(*_arguments):
+        return lambda function: function
+else:
+    _FUNCTIONS_BASE = jmespath_functions.Functions
+    _INTERPRETER_BASE = jmespath_visitor.TreeInterpreter
+    signature = jmespath_functions.signature
 
 MAX_EXPRESSION = 2000
 # Per check and host: every expression of one check's judge shares these.
@@ -224,10 +237,7 @@ def compare_versions(left, right):
 
 # -- the functions ---------------------------------------------------------------------------------
 
-signature = jmespath_functions.signature
-
-
-class Functions(jmespath_functions.Functions):
+class Functions(_FUNCTIONS_BASE):
     """JMESPath's functions, charged and bounded, and the ones declared checks add. ``now``: the
     host's clock when it answered (ages are measured on the host's own clock, as its time stamps)."""
 
@@ -304,10 +314,10 @@ class Functions(jmespath_functions.Functions):
         return [{'key': key, 'value': item} for key, item in value.items()]
 
 
-FUNCTIONS = dict((name, spec['signature']) for name, spec in Functions.FUNCTION_TABLE.items())
+FUNCTIONS = dict((name, spec['signature']) for name, spec in getattr(Functions, 'FUNCTION_TABLE', {}).items())
 
 
-class Interpreter(jmespath_visitor.TreeInterpreter):
+class Interpreter(_INTERPRETER_BASE):
     """jmespath's tree interpreter with every step charged to ``limits``."""
 
     def __init__(self, limits, now):

@@ -62,7 +62,7 @@ def parse_text(text, how, what):
 
 # -- command ---------------------------------------------------------------------------------------
 
-def command(ctx, question, _shared):
+def command(ctx, question, shared):
     argv = question['argv']
     answer = {'found': False, 'program': None, 'rc': None, 'stdout': None, 'stderr': None}
     program = argv[0] if argv[0].startswith('/') else ctx.which(argv[0])
@@ -70,8 +70,7 @@ def command(ctx, question, _shared):
         return answer
     answer['found'] = True
     answer['program'] = program
-    rc, out, err = ctx.runner.run([program] + list(argv[1:]), timeout=question['timeout'],
-                                  max_output=question['max_bytes'])
+    rc, out, err = shared.run(ctx, [program] + list(argv[1:]), question['timeout'], question['max_bytes'])
     answer['rc'] = rc
     answer['stderr'] = err[-MAX_STDERR:]
     answer['stdout'] = parse_text(out, question['parse'], 'the output of %s' % os.path.basename(program))
@@ -304,13 +303,23 @@ def _systemd_blocks(out, units):
 
 class Shared(object):
     """What several questions of one run ask once: the process table, one systemctl show for every
-    unit any selected check names (``plan``), the socket tables."""
+    unit any selected check names, the socket tables, each command."""
 
     def __init__(self, systemd_units=(), systemd_properties=()):
         self._units = list(systemd_units)
         self._properties = list(systemd_properties)
         self._systemd = None
         self._sockets = {}
+        self._commands = {}
+
+    def run(self, ctx, cmd, timeout, max_bytes):
+        """(rc, stdout, stderr) of a command that finished; the same command (and output cap) is run
+        once per run whatever the number of checks asking it (two checks reading podman ps pay one).
+        A command that did not finish is not kept: the next check asks again, in its own budget."""
+        key = (tuple(cmd), max_bytes)
+        if key not in self._commands:
+            self._commands[key] = ctx.runner.run(cmd, timeout=timeout, max_output=max_bytes)
+        return self._commands[key]
 
     def systemd_show(self, ctx, units, properties):
         if self._systemd is not None and all(u in self._systemd['units'] for u in units) \

@@ -115,9 +115,9 @@ def test_ids_are_unique_across_files(tmp_path):
 
 
 @pytest.mark.parametrize('text, problem', [
-    ('checks: &a [1]\nother: *a\n', ':2: aliases (*name) are not supported in check files'),
+    ('checks: &a [1]\nother: *a\n', ':1: aliases (*name) are not supported in check files'),
     ('checks: [1]\nchecks: [2]\n', ':2: the key checks is given twice'),
-    ('checks: [\n', 'expected the node content'),
+    ('checks: [\n', 'expected node content'),
     ('- a list\n', ':1: expected a mapping with checks: [...]'),
     ('', 'is empty'),
     ('checks: []\n', ':1: checks must be a list of at least one check'),

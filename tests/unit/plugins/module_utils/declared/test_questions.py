@@ -228,3 +228,22 @@ def test_systemd_show_blocks_per_unit_in_one_command(monkeypatch, tmp_path):
     assert (one['ActiveState'], one['Result']) == ('active', 'success')
     assert [u['ActiveState'] for u in many['units']] == ['active', 'inactive']
     assert len(calls) == 1 and calls[0][1] == {'TZ': 'UTC'} and calls[0][0][-3:] == ['--', 'a.service', 'b.timer']
+
+
+def test_the_same_command_runs_once_per_run_and_a_failed_one_again():
+    calls = []
+
+    class Runner(CommandRunner):
+        def run(self, cmd, timeout=None, env=None, max_output=None):
+            calls.append(cmd)
+            return super(Runner, self).run(cmd, timeout, env, max_output)
+    ctx = AuditContext(runner=Runner())
+    shared = questions.Shared()
+    with ctx.runner.budget(30):
+        first = questions.ask(ctx, _q('command', argv=['echo', 'x']), shared)
+        again = questions.ask(ctx, _q('command', argv=['echo', 'x'], parse='lines'), shared)
+        other = questions.ask(ctx, _q('command', argv=['echo', 'y']), shared)
+        hung = [questions.ask(ctx, _q('command', argv=['sleep', '5'], timeout=1), shared) for _n in range(2)]
+    assert (first['stdout'], again['stdout'], other['stdout']) == ('x\n', ['x'], 'y\n')
+    assert [c[1:] for c in calls] == [['x'], ['y'], ['5'], ['5']]
+    assert all(h['error_status'] == 'unknown' for h in hung)
