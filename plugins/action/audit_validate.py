@@ -142,6 +142,7 @@ class ActionModule(ControllerAction):
             read = dict((name, read_variable(variables, name, host, unreadable)) for name in PER_HOST if name in ours)
             files = read.pop('postmortem_check_files', audit_variables.DEFAULTS['postmortem_check_files'])
             if files is not UNREADABLE:
+                files = [] if files in (None, '', []) else files  # every way of saying "none" is one value
                 check_files.setdefault(repr(files), (files, []))[1].append(host)
             checks = read.get('postmortem_checks', audit_variables.DEFAULTS['postmortem_checks'])
             if checks is UNREADABLE:

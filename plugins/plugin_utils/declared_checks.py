@@ -446,8 +446,8 @@ def _summary(value, where, judge, fields, with_instances, problems):
     for status, template in templates.items():
         at = where(status, value) if isinstance(value, dict) else where('summary', judge)
         if status not in SUMMARY_STATUSES:
-            problems.append('%s: summary for %s%s; summaries are for %s' % (at, status, _suggest(status, SUMMARY_STATUSES),
-                                                                           ', '.join(SUMMARY_STATUSES)))
+            problems.append('%s: summary for %s%s; summaries are for %s' % (
+                at, status, _suggest(status, SUMMARY_STATUSES), ', '.join(SUMMARY_STATUSES)))
             continue
         if not isinstance(template, str) or not template.strip() or len(template) > spec.MAX_TEXT:
             problems.append('%s: summary must be text of at most %d characters' % (at, spec.MAX_TEXT))

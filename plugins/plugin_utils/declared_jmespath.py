@@ -421,8 +421,8 @@ def compile_expression(text, names):
         wanted = FUNCTIONS[name]
         variadic = bool(wanted) and wanted[-1].get('variadic')
         if (count < len(wanted)) if variadic else (count != len(wanted)):
-            return None, 'calls %s() with %d argument(s); it takes %s%d' % (name, count, 'at least ' if variadic else '',
-                                                                          len(wanted))
+            return None, 'calls %s() with %d argument(s); it takes %s%d' % (
+                name, count, 'at least ' if variadic else '', len(wanted))
     for root in found['roots'] if names is not None else ():
         if root in ('null', 'true', 'false') and root not in names:
             return None, 'reads a field named %s: JMESPath writes the value as `%s`, in backquotes' % (root, root)

@@ -5,9 +5,9 @@ and hostile host data bounded, each an error or unknown finding for its own chec
 import json
 import os
 import time
-import xml.etree.ElementTree as ElementTree
+from xml.etree import ElementTree
 
-from helpers import REPO_ROOT, local_host, run_audit
+from helpers import local_host, run_audit
 
 CHECKS = '''\
 groups: [site]
@@ -19,8 +19,10 @@ checks:
     groups: [markers]
     gather:
       - {name: marker, kind: file, path: %(marker)s, content: text}
+      # Braces in a question reach the host as they are: Ansible never templates them.
+      - {name: braces, kind: command, argv: [echo, '{{ lookup("pipe", "id") }} {{json .State}}']}
     judge:
-      applies: marker.exists
+      applies: marker.exists && starts_with(braces.stdout, '{{ lookup("pipe", "id") }} {{json .State}}')
       affected: marker.content != 'ready'
       evidence: {text: marker.content}
       summary:
@@ -91,14 +93,14 @@ def test_a_declared_check_in_every_report_format_drift_metrics_gate_and_accept(t
 
 
 def test_mistakes_are_refused_before_any_host_is_contacted(tmp_path):
-    checks = _write(tmp_path, (CHECKS % {'marker': '/tmp/x'}).replace('      affected: marker.content',
-                                                                     '      afected: marker.content'))
+    text = (CHECKS % {'marker': '/tmp/x'}).replace('      affected: marker.content', '      afected: marker.content')
+    checks = _write(tmp_path, text)
     # A host that cannot be reached: had it been contacted, the run would say UNREACHABLE.
     inventory = {'all': {'hosts': {'far': {'ansible_host': '127.0.0.1', 'ansible_port': 1}}}}
     run = run_audit(tmp_path, inventory, {'postmortem_check_files': checks, 'postmortem_checks': ['site.markr']})
     assert run.proc.returncode != 0
     assert 'UNREACHABLE' not in run.output and 'The audit was not started' in run.output
-    assert '%s:12: check site.marker: unknown judge key afected (did you mean affected?)' % checks in run.output
+    assert '%s:14: check site.marker: unknown judge key afected (did you mean affected?)' % checks in run.output
     assert 'judge needs affected, at_risk or both' in run.output
     accept = _write(tmp_path, '- {host: far, check: site.nothing, reason: x}\n', 'accept.yml')
     run = run_audit(tmp_path, inventory, {'postmortem_check_files': _write(tmp_path, CHECKS % {'marker': '/tmp/x'}, 'ok.yml'),

@@ -81,8 +81,8 @@ def _systemd_box():
     podman('run', '-d', '--name', name, '--systemd=always', '--network', 'none', image, '/sbin/init')
     try:
         deadline = time.time() + 60
-        while podman('exec', name, 'systemctl', 'is-system-running', check=False).stdout.strip() not in ('running',
-                                                                                                          'degraded'):
+        booted = ('running', 'degraded')
+        while podman('exec', name, 'systemctl', 'is-system-running', check=False).stdout.strip() not in booted:
             if time.time() > deadline:
                 pytest.fail('systemd in %s did not finish booting' % name)
             time.sleep(0.5)

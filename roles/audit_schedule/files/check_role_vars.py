@@ -38,6 +38,8 @@ KINDS = {
     'audit_schedule_enabled': 'bool',
     'audit_schedule_inventory': 'path_list',
     'audit_schedule_audit_vars': 'not rendered',
+    # Checked by check_audit_vars.py with the collection's loader; copied into <install dir>/checks.
+    'audit_schedule_check_files': 'not rendered',
     'audit_schedule_playbook_args': 'text_list',
     'audit_schedule_environment': 'environment',
     'audit_schedule_timeout': 'seconds',

@@ -49,7 +49,7 @@ def test_no_changelog_fragment_is_taken_for_a_playbook():
 
 # What ships: top-level entries of the tarball, and what a role directory may hold. Everything else
 # (tests, Molecule scenarios, the Makefile's scripts, build recipes) is for a checkout.
-SHIPS = {'MANIFEST.json', 'FILES.json', 'README.md', 'CHANGELOG.rst', 'LICENSES', 'changelogs', 'docs', 'meta',
+SHIPS = {'MANIFEST.json', 'FILES.json', 'README.md', 'CHANGELOG.rst', 'LICENSES', 'changelogs', 'docs', 'examples', 'meta',
          'playbooks', 'plugins', 'roles'}
 ROLE_PARTS = {'README.md', 'defaults', 'files', 'handlers', 'meta', 'tasks', 'templates', 'vars'}
 NEVER = ('*/__pycache__/*', '*.pyc', '.ansible/*', '*/molecule/*', 'tests/*', 'changelogs/fragments/*')
@@ -80,7 +80,7 @@ def test_built_tarball_holds_only_what_ships(built_tarball):
 
 def test_built_tarball_holds_everything_an_installed_collection_uses(built_tarball):
     wanted = ['README.md', 'CHANGELOG.rst', 'meta/runtime.yml', 'changelogs/changelog.yaml']
-    for folder in ('plugins', 'playbooks', 'docs', 'roles'):
+    for folder in ('plugins', 'playbooks', 'docs', 'roles', 'examples'):
         for root, dirs, files in os.walk(os.path.join(REPO_ROOT, folder)):
             dirs[:] = [d for d in dirs if d not in ('__pycache__', 'molecule')]
             wanted += [os.path.relpath(os.path.join(root, f), REPO_ROOT) for f in files if not f.endswith('.pyc')]

@@ -128,8 +128,8 @@ def test_what_the_host_could_not_answer_keeps_its_status_and_reason(checks):
 
 
 def test_answers_to_another_definition_are_not_judged(checks):
-    finding = declared_judge.judge_check(checks.by_id['site.backup'], {'digest': 'old', 'now': NOW,
-                                                                      'answers': _backup()}, 'h')
+    answer = {'digest': 'old', 'now': NOW, 'answers': _backup()}
+    finding = declared_judge.judge_check(checks.by_id['site.backup'], answer, 'h')
     assert finding['status'] == 'error' and 'changed during the run' in finding['summary']
 
 

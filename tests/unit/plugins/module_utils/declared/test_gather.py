@@ -38,8 +38,8 @@ def test_wire_entries_that_cannot_be_named_fail_the_module(entry, message):
 
 def test_a_check_with_bad_questions_is_its_own_error_only():
     checks = gather.checks_from_wire([
-        _check('site.bad', [{'name': 'c', 'kind': 'command', 'argv': 'rm -rf /'}, {'name': 'h', 'kind': 'http',
-                                                                                  'url': 'http://192.0.2.1/'}]),
+        _check('site.bad', [{'name': 'c', 'kind': 'command', 'argv': 'rm -rf /'},
+                            {'name': 'h', 'kind': 'http', 'url': 'http://192.0.2.1/'}]),
         _check('site.good')])
     answers, timings = gather.run(AuditContext(), checks)
     assert answers['site.bad']['status'] == 'error'
@@ -113,7 +113,9 @@ def test_selection_takes_declared_ids_groups_and_exclusions():
     declared = gather.checks_from_wire([_check('site.a', groups=['backup']), _check('site.b', groups=[])])
     available = dict(registry.BY_ID)
     available.update((c.ID, c) for c in declared)
-    ids = lambda requested: [d.ID for d in registry.select(requested, available)]  # noqa: E731
+
+    def ids(requested):
+        return [d.ID for d in registry.select(requested, available)]
     assert ids(['declared']) == ['site.a', 'site.b']
     assert ids(['backup', 'pi']) == ['pi_ir_tx', 'site.a']
     assert ids(['all', '!declared']) == [d.ID for d in registry.DETECTIONS]
@@ -127,7 +129,7 @@ def test_the_module_imports_no_declared_code_without_declared_checks():
     on every host, every run: docs/performance.md)."""
     code = ('import sys; sys.path.insert(0, %r)\n'
             'from ansible_collections.homelab.postmortem.plugins.module_utils import facts_module\n'
-            'print([m for m in sys.modules if ".declared" in m])' % registry.__file__.split('/ansible_collections/')[0])
+            'print([m for m in sys.modules if ".declared" in m])' % registry.__file__.split('/ansible_collections/', maxsplit=1)[0])
     import subprocess
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == '[]'

@@ -7,8 +7,6 @@ import socket
 import sys
 import time
 
-import pytest
-
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.declared import questions, spec
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
@@ -67,8 +65,8 @@ def test_file_reads_that_would_block_or_never_end_are_refused_unread(tmp_path):
     assert fifo['error'] == '%s: is a fifo, not a regular file; its content was not read' % (tmp_path / 'fifo')
     sparse = _ask(ctx, 'file', path=str(big), content='text')
     assert sparse['error'] == '%s: is larger than 65536 bytes; refusing to parse it' % big
-    assert _ask(ctx, 'file', path=str(tmp_path), content='text')['error'].endswith('is a directory, not a regular file; '
-                                                                                     'its content was not read')
+    directory = _ask(ctx, 'file', path=str(tmp_path), content='text')
+    assert directory['error'].endswith('is a directory, not a regular file; its content was not read')
     assert 'contains NUL bytes' in _ask(ctx, 'file', path=str(tmp_path / 'bin'), content='text')['error']
     assert time.monotonic() - started < 2
 
