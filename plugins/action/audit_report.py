@@ -174,7 +174,7 @@ class ActionModule(ControllerAction):
         )
         if not args['print_summary']:
             result['summary'] = lines
-        failures = []
+        failures = [declared_problem] if declared_problem else []
         if report.get('nothing_audited') and args['fail_on_no_hosts']:
             failures.append('%s; set postmortem_fail_on_no_hosts: false to let such a run pass' % report['nothing_audited'])
         if write_problems:
