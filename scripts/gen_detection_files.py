@@ -248,6 +248,22 @@ def variables_page(interface):
              '| --- | --- | --- | --- | --- |']
     for name, kind, default, playbooks, text in interface.VARIABLES:
         lines.append('| `%s` | %s | `%s` | %s | %s |' % (name, kind, json.dumps(default), ', '.join(playbooks), text))
+    lines += ['', '## Lists on the command line', '',
+              'A list variable (`postmortem_checks`, `postmortem_probes`, `postmortem_remediate`) takes what',
+              "Ansible's list options take, as `gather_subset` does: a list, or one string split at its commas.",
+              '', '```sh',
+              '-e postmortem_checks=pi_ir_tx,podman                    # two names: a check and a group',
+              "-e postmortem_checks='all,!llama'                       # every check but the llama group",
+              '-e \'{"postmortem_checks": ["pi_ir_tx", "podman"]}\'      # a JSON list: only inside -e \'{...}\'',
+              '```', '',
+              '`-e postmortem_checks=\'["pi_ir_tx"]\'` is text, not a list (`-e name=value` never reads JSON): it is',
+              "refused with the `-e '{...}'` form that works. A misspelled check, group or probe name is refused with",
+              'the closest known one ("did you mean pi_ir_tx?"). Probe names and fix ids are compared as typed, so',
+              '`a, b` (a space after the comma) is refused: write `a,b`. Check names may have spaces around them.',
+              '',
+              'The report directory, and `postmortem_textfile_dir` when it is set, are checked before any host is',
+              'contacted: each must be a directory this user can write, or one that can be created there (the',
+              'textfile directory must exist: node_exporter reads it). Nothing is created by the check.']
     return '\n'.join(lines) + '\n'
 
 

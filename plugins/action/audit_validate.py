@@ -28,8 +28,10 @@ PER_HOST = ('postmortem_root', 'postmortem_checks', 'postmortem_probes', 'postmo
 
 
 def _probe_scope(checks, available=None):
+    """The detections postmortem_checks selects (whose probes postmortem_probes may name), or None
+    when it selects nothing valid (said by its own check)."""
     try:
-        return registry.select(checks if isinstance(checks, (list, tuple)) else [checks], available)
+        return registry.select(interface.typed_list(checks, 'postmortem_checks'), available)
     except registry.SelectionError:
         return None
 

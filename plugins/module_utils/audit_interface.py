@@ -15,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import difflib
+import json
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.audit_variables import FAIL_ON_CHOICES, NAMES, PREFIX, VARIABLES
@@ -32,14 +33,27 @@ def is_ours(name):
     return name.startswith(PREFIX) and name not in OUTPUTS
 
 
+def closest(name, known):
+    """The known name a misspelled ``name`` most likely meant, or None: the one "did you mean" of every
+    name a user types (variables, check and probe names, tags, fixes)."""
+    close = difflib.get_close_matches(str(name), sorted(known), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def did_you_mean(name, known):
+    """' (did you mean X?)' for a misspelled ``name``, or ''."""
+    suggestion = closest(name, known)
+    return (' (did you mean %s?)' % suggestion) if suggestion else ''
+
+
 def unknown_variables(names):
     """[(name, suggestion or None)] for every postmortem_* name that is neither an input nor an output."""
     found = []
     for name in sorted(set(names)):
         if is_ours(name) and name not in NAMES:
             # Compared without the shared prefix, which would make every name look alike.
-            close = difflib.get_close_matches(name[len(PREFIX):], [n[len(PREFIX):] for n in NAMES], n=1, cutoff=0.6)
-            found.append((name, PREFIX + close[0] if close else None))
+            close = closest(name[len(PREFIX):], [n[len(PREFIX):] for n in NAMES])
+            found.append((name, PREFIX + close if close else None))
     return found
 
 
@@ -51,12 +65,40 @@ def describe_unknown(found):
     return parts
 
 
-def _list(value, name):
+def _typed_list_items(text):
+    """The names in a list typed as text: ``["pi"]``, ``[pi_ir_tx, podman]``, ``['a','b']``."""
+    items = [item.strip().strip('"\'').strip() for item in text.strip()[1:-1].split(',')]
+    return [item for item in items if item]
+
+
+def typed_list(value, name):
+    """A list variable as the module option it feeds reads it: Ansible's list type (check_type_list in
+    ansible/module_utils/common/validation.py) splits a string at its commas and strips nothing, so
+    ``-e postmortem_checks=pi_ir_tx,podman`` is two names, as ``gather_subset`` takes them. Text that
+    looks like a JSON list was meant as one, but ``-e key=value`` never parses JSON (only ``-e '{...}'``
+    does), and split at its commas it would be names like '["pi"]': refused, with the form that works."""
     if isinstance(value, str):
-        return [value]
+        text = value.strip()
+        if text.startswith('[') and text.endswith(']'):
+            items = _typed_list_items(text)
+            raise registry.SelectionError(
+                "%s is the text %r, not a list (-e %s=... never reads JSON): write -e '%s'%s"
+                % (name, value, name, json.dumps({name: items}),
+                   (' or -e %s=%s' % (name, ','.join(items))) if items else ''))
+        return value.split(',')
     if not isinstance(value, (list, tuple)):
         raise registry.SelectionError('%s must be a list, got %s' % (name, type(value).__name__))
     return list(value)
+
+
+def _unpadded(items, name):
+    """Names the consumer compares as they are (probes on the host, fixes in remediation_plan): a space
+    after a comma would make a name that matches nothing, silently."""
+    padded = [item for item in items if isinstance(item, str) and item != item.strip()]
+    if padded:
+        raise registry.SelectionError('%s: %s: a name must not start or end with a space (write a,b, not a, b)'
+                                      % (name, ', '.join(repr(item) for item in padded)))
+    return items
 
 
 # Beyond a day per command, or a week per task, a "timeout" is a typo; and 10**10 breaks select().
@@ -110,7 +152,7 @@ def serial(value, name):
 def remediation_selection(value, name, declared=()):
     """postmortem_remediate: 'all', or ids of detections that have a remediation role. ``declared``:
     the run's declared check ids (their fix is advice, never a role)."""
-    items = _list(value, name)
+    items = _unpadded(typed_list(value, name), name)
     with_role = [d.ID for d in registry.DETECTIONS if d.REMEDIATION.get('role')]
     problems = []
     for item in items:
@@ -122,9 +164,8 @@ def remediation_selection(value, name, declared=()):
         if item in registry.BY_ID:
             problems.append('%s has no remediation role (the fix is manual: see its page, %s.md, in the docs)' % (item, item))
             continue
-        close = difflib.get_close_matches(str(item), with_role + ['all'], n=1, cutoff=0.6)
         problems.append('%r is not a detection with a remediation role%s; those are: %s' % (
-            item, (' (did you mean %s?)' % close[0]) if close else '', ', '.join(with_role)))
+            item, did_you_mean(item, with_role + ['all']), ', '.join(with_role)))
     if problems:
         raise registry.SelectionError('; '.join(problems))
     return items
@@ -137,9 +178,10 @@ def check_value(name, value, probes_for=None, available=None):
     kind = dict((v[0], v[1]) for v in VARIABLES)[name]
     try:
         if kind == 'list' and name == 'postmortem_checks':
-            registry.select(_list(value, name), available)
+            registry.select(typed_list(value, name), available, suggest=did_you_mean)
         elif kind == 'list' and name == 'postmortem_probes':
-            registry.validate_probes(_list(value, name), probes_for if probes_for is not None else registry.DETECTIONS)
+            registry.validate_probes(_unpadded(typed_list(value, name), name), probes_for if probes_for is not None else registry.DETECTIONS,
+                                     suggest=did_you_mean)
         elif kind == 'dict':
             registry.validate_settings(value)
         elif kind == 'status':
@@ -180,7 +222,6 @@ def check_tags(run_tags, skip_tags, declared=()):
         for tag in tags or ():
             if tag in known:
                 continue
-            close = difflib.get_close_matches(tag, sorted(known), n=1, cutoff=0.6)
             found.append('%s %s names no detection%s; known: %s' % (
-                option, tag, (' (did you mean %s?)' % close[0]) if close else '', ', '.join(list(registry.BY_ID) + list(declared))))
+                option, tag, did_you_mean(tag, known), ', '.join(list(registry.BY_ID) + list(declared))))
     return found

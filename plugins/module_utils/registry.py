@@ -68,8 +68,10 @@ def groups(available=None):
     return found
 
 
-def select(requested, available=None):
-    """gather_subset-style selection: 'all', groups, ids, and '!name' exclusions, in report order."""
+def select(requested, available=None, suggest=None):
+    """gather_subset-style selection: 'all', groups, ids, and '!name' exclusions, in report order.
+    ``suggest(name, known)``: a " (did you mean ...?)" for an unknown name (the controller's; a host
+    that gets a wrong name was called directly, and says only what it knows)."""
     available = BY_ID if available is None else available
     by_group = groups(available)
     if requested is None:
@@ -90,15 +92,17 @@ def select(requested, available=None):
         elif name in by_group:
             names = set(by_group[name])
         else:
-            raise SelectionError('unknown check %r; known checks: %s; groups: %s'
-                                 % (name, ', '.join(available), ', '.join(sorted(by_group))))
+            hint = suggest(name, list(available) + list(by_group) + ['all']) if suggest else ''
+            raise SelectionError('unknown check %r%s; known checks: %s; groups: %s'
+                                 % (name, hint, ', '.join(available), ', '.join(sorted(by_group))))
         (exclude if negate else include).update(names)
     if not any(not r.startswith('!') for r in cleaned):
         include = set(available)
     return [d for d in available.values() if d.ID in include - exclude]
 
 
-def validate_probes(probes, detections=DETECTIONS):
+def validate_probes(probes, detections=DETECTIONS, suggest=None):
+    """``suggest``: as select's."""
     for probe in probes or []:
         if not isinstance(probe, str):
             raise SelectionError('probe names must be strings, got %s %r' % (type(probe).__name__, probe))
@@ -106,7 +110,8 @@ def validate_probes(probes, detections=DETECTIONS):
     unknown = [p for p in probes or [] if p not in offered]
     if unknown:
         raise SelectionError('unknown probe(s) %s; known probes: %s'
-                             % (', '.join(unknown), ', '.join(sorted(offered)) or 'none'))
+                             % (', '.join((p + suggest(p, offered)) if suggest else p for p in unknown),
+                                ', '.join(sorted(offered)) or 'none'))
 
 
 def validate_settings(settings):

@@ -136,3 +136,76 @@ def test_the_playbooks_write_no_default_of_their_own():
                 text = handle.read()
             literal = re.findall(r'(?<![_a-z.])(postmortem_[a-z_]+) \| default\((?!omit\)|lookup\()', text)
             assert not literal, (name, literal)
+
+
+# A list option's string, as ansible-core's argspec converts it (check_type_list,
+# ansible/module_utils/common/validation.py: ``value.split(",")``, nothing stripped) and as the
+# setup module's gather_subset (type list, elements str) therefore takes it.
+def _ansible_list(value):
+    from ansible.module_utils.common.validation import check_type_list
+    return check_type_list(value)
+
+
+@pytest.mark.parametrize('value', ['pi_ir_tx,podman', 'pi_ir_tx, podman', 'podman', '!llama,all', 'all,!pi'])
+def test_checks_typed_as_gather_subset_takes_them_pass(value):
+    assert interface.check_value('postmortem_checks', value) is None
+
+
+def test_checks_typed_with_commas_select_what_the_module_selects():
+    """The controller's check and the module's argspec read one string the same way."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+    assert interface.typed_list('pi_ir_tx,podman', 'postmortem_checks') == _ansible_list('pi_ir_tx,podman')
+    ids = [d.ID for d in registry.select(_ansible_list('pi_ir_tx,podman'))]
+    assert ids == ['pi_ir_tx', 'podman_restart_userns', 'podman_export_idmap']
+
+
+@pytest.mark.parametrize('value,problem', [
+    ('pi_ir_tx,', "check names must be non-empty strings, got ''"),
+    ('pi_ir_tx,pi_irtx', "unknown check 'pi_irtx' (did you mean pi_ir_tx?)"),
+    ('!podmn', "unknown check 'podmn' (did you mean podman?)"),
+    (['pi_irtx'], "unknown check 'pi_irtx' (did you mean pi_ir_tx?)"),
+    ('zzzz', "unknown check 'zzzz'; known checks:"),
+])
+def test_checks_typed_badly_are_refused_with_the_closest_name(value, problem):
+    found = interface.check_value('postmortem_checks', value)
+    assert found is not None and problem in found, found
+    assert ('did you mean' in found) == ('did you mean' in problem), found  # no guess for a name like none
+
+
+@pytest.mark.parametrize('name,value,form', [
+    ('postmortem_checks', '["pi"]', '''-e '{"postmortem_checks": ["pi"]}' or -e postmortem_checks=pi'''),
+    ('postmortem_checks', '[pi_ir_tx, podman]', '''-e '{"postmortem_checks": ["pi_ir_tx", "podman"]}' or -e postmortem_checks=pi_ir_tx,podman'''),
+    ('postmortem_checks', " ['pi_ir_tx','podman'] ", '''-e '{"postmortem_checks": ["pi_ir_tx", "podman"]}\''''),
+    ('postmortem_probes', '["ollama_format_think_probe"]', '''-e '{"postmortem_probes": ["ollama_format_think_probe"]}\''''),
+    ('postmortem_remediate', '[pi_ir_tx]', '''-e '{"postmortem_remediate": ["pi_ir_tx"]}\''''),
+    ('postmortem_checks', '[]', '''-e '{"postmortem_checks": []}\''''),
+])
+def test_a_json_list_typed_as_text_is_refused_with_the_form_that_works(name, value, form):
+    found = interface.check_value(name, value)
+    assert found is not None and form in found and 'not a list' in found, found
+
+
+def test_probes_and_fixes_compared_as_typed_refuse_a_space_after_a_comma():
+    """The host compares probe names, and remediation_plan fix ids, as the argspec split them: ' x'
+    would match nothing, silently."""
+    found = interface.check_value('postmortem_remediate', 'pi_ir_tx, podman_restart_userns')
+    assert "' podman_restart_userns'" in found and 'write a,b' in found, found
+    assert interface.check_value('postmortem_remediate', 'pi_ir_tx,podman_restart_userns') is None
+
+
+def test_unknown_probes_get_the_closest_name():
+    from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+    offered = sorted(p for d in registry.DETECTIONS for p in d.PROBES)
+    assert offered, 'no detection offers a probe'
+    typo = offered[0][:-1] + 'x'
+    found = interface.check_value('postmortem_probes', typo)
+    assert '(did you mean %s?)' % offered[0] in found, found
+    assert interface.check_value('postmortem_probes', ','.join(offered)) is None
+
+
+def test_the_host_names_no_suggestion_of_its_own():
+    """A host's registry has no suggest: its message is the one it always gave (no difflib on the host)."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils import registry
+    with pytest.raises(registry.SelectionError) as raised:
+        registry.select(['pi_irtx'])
+    assert 'did you mean' not in str(raised.value)
