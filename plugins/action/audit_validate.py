@@ -13,7 +13,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import audit_in
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import root_problem
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_summary
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
@@ -123,6 +123,25 @@ def tag_problems(playbook, run_tags, skip_tags, declared=()):
     return found
 
 
+def directory_problems(values, playbook, check_mode):
+    """The report directory, and the textfile directory when set (the audit writes it), checked before
+    any host is contacted: a 200-host run must not learn at its end that its report has nowhere to go.
+    ``values``: the run's variables that passed their own check. In check mode nothing is created."""
+    found = []
+    report_dir = values.get('postmortem_report_dir', audit_variables.DEFAULTS['postmortem_report_dir'])
+    path = report_files.report_dir_path(report_dir)
+    why = report_files.directory_problem(path, created=True, probe=not check_mode)
+    if why:
+        found.append('postmortem_report_dir: the report directory %s %s' % (path, why))
+    textfile_dir = values.get('postmortem_textfile_dir')
+    if playbook == 'audit' and textfile_dir:
+        path = report_files.textfile_dir_path(textfile_dir)
+        why = report_files.directory_problem(path, created=False, probe=not check_mode)
+        if why:
+            found.append('postmortem_textfile_dir: the textfile directory %s %s' % (path, why))
+    return found
+
+
 class ActionModule(ControllerAction):
     """Runs once on the controller, before any host: the run's variables, all of them, checked."""
 
@@ -167,12 +186,17 @@ class ActionModule(ControllerAction):
             problem = value_problems(name, value, where, checks, available)
             if problem:
                 found.append(problem)
+        fine = {}
         for name in interface.NAMES:
             if name in task_vars and name not in PER_HOST:
                 value = read_variable(task_vars, name, None, unreadable)
                 problem = value_problems(name, value, None, available=available) if value is not UNREADABLE else None
                 if problem:
                     found.append(problem)
+                elif value is not UNREADABLE:
+                    fine[name] = value
+        if 'postmortem_report_dir' not in task_vars or 'postmortem_report_dir' in fine:
+            found.extend(directory_problems(fine, args['playbook'], bool(self._task.check_mode)))
         found.extend(unreadable_problems(unreadable))
         found.extend(tag_problems(args['playbook'], task_vars.get('ansible_run_tags'), task_vars.get('ansible_skip_tags'),
                                   declared_ids))

@@ -71,6 +71,74 @@ def _check_dest(dest):
         raise ReportWriteError('the report directory %s is read-only for this user' % dest)
 
 
+def report_dir_path(value):
+    """The report directory as audit_report resolves its ``dest`` option: Ansible's path type
+    (check_type_path: $VARS and ~ expanded), then absolute from the controller's working directory,
+    where ansible-playbook was started."""
+    from ansible.module_utils.common.validation import check_type_path
+    return os.path.abspath(check_type_path(value))
+
+
+def textfile_dir_path(value):
+    """The textfile directory as audit_report resolves its ``textfile_dir`` option (a str: nothing expanded)."""
+    return os.path.abspath(value)
+
+
+def _nearest_existing(path):
+    """``path`` or its closest ancestor that exists (as a name: a dangling link counts)."""
+    while not os.path.lexists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def _cannot_write(directory, probe):
+    """Why this user cannot create files in the existing directory ``directory``, or None.
+
+    os.access answers from the mode bits, which root passes whatever they say, so the read-only
+    mount is asked first (statvfs's ST_RDONLY: even root cannot write there). What neither sees
+    (NFS root_squash, an ACL or security module that refuses) only an attempt shows: ``probe``
+    creates a file there and removes it at once. It is off in check mode, which creates nothing."""
+    try:
+        read_only = os.statvfs(directory).f_flag & os.ST_RDONLY
+    except OSError as exc:
+        return 'cannot be examined (%s)' % (exc.strerror or exc)
+    if read_only:
+        return 'is on a read-only filesystem'
+    if not os.access(directory, os.W_OK | os.X_OK):
+        return 'is not writable for this user (uid %d): no permission' % os.geteuid()
+    if probe:
+        try:
+            handle, tmp = tempfile.mkstemp(prefix='.postmortem-write-test.', dir=directory)
+            os.close(handle)
+            os.unlink(tmp)
+        except OSError as exc:
+            return 'refused a test file (%s)' % (exc.strerror or exc)
+    return None
+
+
+def directory_problem(path, created, probe):
+    """Why the absolute ``path`` cannot receive the report's files, as a phrase after its name, or None.
+    ``created``: a missing directory is made by the writer (the report directory; the textfile
+    directory is node_exporter's and must exist), so the nearest existing ancestor must be a
+    directory this user can write. Nothing is created here unless ``probe`` (see _cannot_write)."""
+    if os.path.lexists(path) and not os.path.exists(path):
+        return 'is a symbolic link to %s, which does not exist' % os.path.realpath(path)
+    if os.path.exists(path):
+        if not os.path.isdir(path):
+            return 'is not a directory (a file of that name exists)'
+        return _cannot_write(path, probe)
+    if not created:
+        return 'does not exist'
+    ancestor = _nearest_existing(path)
+    if not os.path.isdir(ancestor):
+        return 'does not exist and cannot be created: %s is not a directory' % ancestor
+    why = _cannot_write(ancestor, probe)
+    return ('does not exist and cannot be created: %s, where it would be, %s' % (ancestor, why)) if why else None
+
+
 def write(report, dest, formats):
     """Write every format; returns ({format: path}, [problems]). Never raises for one bad file."""
     findings_text = hosts_findings_json(report)

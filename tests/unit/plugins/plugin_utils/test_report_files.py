@@ -2,6 +2,10 @@
 postmortem-remediate.*, and the last good audit kept before a run that audited nothing replaces it."""
 import json
 import os
+import subprocess
+from contextlib import contextmanager
+
+import pytest
 
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report, report_drift, report_files, report_summary
 
@@ -67,3 +71,80 @@ def test_nothing_is_kept_from_a_directory_without_a_good_audit(tmp_path):
     write(tmp_path, report.build(['pi1'], GOOD, CHECKS, '0.2.0', before=GOOD))  # a remediation run's
     assert report_files.keep_last_good(str(tmp_path), report_drift.report_data) == (None, [])
     assert report_files.keep_last_good(str(tmp_path / 'missing'), report_drift.report_data) == (None, [])
+
+
+# The report directory checked before any host is contacted (audit_validate): what the writer would
+# meet, said in words, and nothing created in check mode. Root passes mode bits, so "cannot write"
+# is made real with a read-only mount (root is needed to mount one) or a file in the directory's place.
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason='mounting a read-only tmpfs needs root')
+
+
+@contextmanager
+def read_only_mount(target):
+    os.makedirs(target, exist_ok=True)
+    subprocess.run(['mount', '-t', 'tmpfs', '-o', 'ro,size=64k', 'tmpfs', target], check=True)
+    try:
+        yield target
+    finally:
+        subprocess.run(['umount', target], check=True)
+
+
+def tree(path):
+    return sorted(os.path.relpath(os.path.join(d, n), str(path)) for d, dirs, files in os.walk(str(path)) for n in dirs + files)
+
+
+@pytest.mark.parametrize('probe', [False, True])
+def test_a_writable_or_creatable_report_directory_passes_and_nothing_is_left(tmp_path, probe):
+    (tmp_path / 'there').mkdir()
+    before = tree(tmp_path)
+    assert report_files.directory_problem(str(tmp_path / 'there'), created=True, probe=probe) is None
+    assert report_files.directory_problem(str(tmp_path / 'a' / 'b' / 'c'), created=True, probe=probe) is None
+    assert tree(tmp_path) == before  # the missing one is the writer's to create; the probe's file is gone
+
+
+def test_a_missing_textfile_directory_is_refused_it_is_node_exporters_to_make(tmp_path):
+    assert report_files.directory_problem(str(tmp_path / 'textfile'), created=False, probe=False) == 'does not exist'
+    assert not (tmp_path / 'textfile').exists()
+
+
+@pytest.mark.parametrize('probe', [False, True])
+def test_a_file_in_the_way_is_named(tmp_path, probe):
+    (tmp_path / 'report').write_text('x')
+    assert report_files.directory_problem(str(tmp_path / 'report'), True, probe) == 'is not a directory (a file of that name exists)'
+    assert report_files.directory_problem(str(tmp_path / 'report' / 'sub'), True, probe) == (
+        'does not exist and cannot be created: %s is not a directory' % (tmp_path / 'report'))
+    os.symlink(str(tmp_path / 'gone'), str(tmp_path / 'link'))
+    assert report_files.directory_problem(str(tmp_path / 'link'), True, probe) == (
+        'is a symbolic link to %s, which does not exist' % (tmp_path / 'gone'))
+
+
+@needs_root
+@pytest.mark.parametrize('probe', [False, True])
+def test_a_read_only_filesystem_is_named_even_for_root(tmp_path, probe):
+    with read_only_mount(str(tmp_path / 'ro')) as target:
+        assert report_files.directory_problem(target, True, probe) == 'is on a read-only filesystem'
+        assert report_files.directory_problem(os.path.join(target, 'report'), True, probe) == (
+            'does not exist and cannot be created: %s, where it would be, is on a read-only filesystem' % target)
+        assert os.listdir(target) == []
+
+
+def test_the_writer_meets_what_the_check_said(tmp_path):
+    """The check and report_files.write agree: where the check refuses, the writer cannot write."""
+    built = report.build(['pi1'], GOOD, CHECKS, '0.2.0')
+    (tmp_path / 'report').write_text('x')
+    assert report_files.directory_problem(str(tmp_path / 'report'), True, False)
+    assert report_files.write(built, str(tmp_path / 'report'), FORMATS)[1]
+    assert report_files.directory_problem(str(tmp_path / 'new' / 'dir'), True, False) is None
+    assert not report_files.write(built, str(tmp_path / 'new' / 'dir'), FORMATS)[1]
+
+
+def test_the_report_directory_is_resolved_as_audit_reports_path_option_resolves_it(tmp_path, monkeypatch):
+    """dest is type='path' (ansible-core's check_type_path: expandvars, then expanduser), made absolute
+    from the working directory; textfile_dir is type='str': nothing expanded."""
+    monkeypatch.chdir(str(tmp_path))
+    monkeypatch.setenv('HOME', '/home/op')
+    monkeypatch.setenv('SITE', 'lab')
+    assert report_files.report_dir_path('postmortem-report') == str(tmp_path / 'postmortem-report')
+    assert report_files.report_dir_path('~/r/$SITE') == '/home/op/r/lab'
+    assert report_files.textfile_dir_path('~/t') == str(tmp_path / '~' / 't')
