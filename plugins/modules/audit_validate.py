@@ -27,6 +27,17 @@ description:
   - A C(postmortem_*) variable that is none of these and not one of the results the playbooks set
     (C(postmortem), C(postmortem_run), C(postmortem_gather), C(postmortem_before), C(postmortem_remediation))
     is a mistake, reported with the closest known name ("did you mean C(postmortem_checks)?").
+  - C(postmortem_checks), C(postmortem_probes) and C(postmortem_remediate) take a list or, as Ansible's list
+    options (and C(gather_subset)) do, one string split at its commas (C(-e postmortem_checks=pi_ir_tx,podman)).
+    A JSON list typed as text (C(-e 'postmortem_checks=["pi"]')) is refused with the C(-e '{...}') form that
+    works; a misspelled check, group or probe name gets the closest known one.
+  - The report directory (C(postmortem_report_dir), made absolute from the working directory as
+    C(homelab.postmortem.audit_report) makes it) must be a directory this user can write, or one it can create;
+    in the audit, C(postmortem_textfile_dir), when set, must be an existing directory this user can write. A
+    read-only filesystem, a file in the way or a missing permission stops the run with the path and the reason.
+    In check mode nothing is created (mode bits and mount flags are read); otherwise a test file is also
+    created and removed at once, because root passes every mode bit and only an attempt shows what
+    the filesystem itself refuses.
   - C(--tags) and C(--skip-tags) are checked too - in the remediation each must name a detection that has a
     remediation role; the audit has no tags (choose detections with C(postmortem_checks)).
   - Fails with every problem it found in one message, so a mistake costs no fleet run and no
@@ -66,6 +77,6 @@ problems:
   returned: always
   type: list
   elements: str
-  sample: ["postmortem_checks: unknown check 'pi_ir_rx'; known checks: pi_ir_tx, ...",
+  sample: ["postmortem_checks: unknown check 'pi_ir_rx' (did you mean pi_ir_tx?); known checks: pi_ir_tx, ...",
            "postmortem_check is not a variable of homelab.postmortem (did you mean postmortem_checks?)"]
 '''
