@@ -105,6 +105,12 @@ class ActionModule(ControllerAction):
                 remediation[host] = _host_var(hostvars, host, args['remediation_var'],
                                               lambda why: {'state': 'unknown', 'reason': why})
 
+        # A host whose module failed: its reason names the interpreter it was set to, when it could not start.
+        interpreters = {}
+        for host, host_result in results.items():
+            if isinstance(host_result, dict) and host_result.get('failed'):
+                interpreters[host] = _host_var(hostvars, host, 'ansible_python_interpreter', lambda why: None)
+
         declared, results, before, declared_problem = _declared(args['check_files'], results, before)
         checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS] + (declared.report_checks() if declared else [])
         scope = {
@@ -118,7 +124,7 @@ class ActionModule(ControllerAction):
         report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION,
                                     before=before if args['before_var'] else None,
                                     remediation=remediation if args['remediation_var'] else None, scope=scope,
-                                    described=declared.described() if declared else None)
+                                    described=declared.described() if declared else None, interpreters=interpreters)
         dest = os.path.abspath(args['dest'])
         if args['accept']:
             report['accept'] = _accept(report, args['accept'], set(cid for cid, _title in checks))

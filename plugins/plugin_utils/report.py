@@ -13,10 +13,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import re
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import host_findings, report_html
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_summary import INTERPRETER_FIX, NOT_STARTED
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding import COMPACT, plain, plain_fast, strict_encode
 
 # Host states that are not findings. For the fail threshold they count as
@@ -45,14 +47,62 @@ def _one_line(text, limit=500):
     return ' '.join(_text(text).split())[:limit]
 
 
-def _failure_reason(result, default):
+# How Ansible says the module never started (ansible-core 2.19): no file at the interpreter's path
+# ("The module interpreter '/x' was not found."), or an interpreter that printed no JSON at all ("No
+# start of json char found": a pyenv shim naming a version that is not installed); rc 127 is the
+# shell's "command not found". A Python that started and died says so with a traceback instead.
+NOT_STARTED_MSGS = ('No start of json char found', 'The module interpreter', 'you probably need to set the interpreter')
+# The stderr line that names the error, before the advice a shim or shell prints after it.
+_ERROR_LINE = re.compile(r'not found|no such file|cannot execute|permission denied|exec format error|error', re.IGNORECASE)
+
+
+def _stderr_lines(result):
+    lines = [line.strip() for line in _text(result.get('module_stderr')).splitlines() if line.strip()]
+    return [line for line in lines if not line.startswith('Shared connection to')]
+
+
+def _not_started(result, stderr):
+    if any(line.startswith('Traceback') for line in stderr):
+        return False
+    msg = _text(result.get('msg'))
+    return result.get('rc') == 127 or any(words in msg for words in NOT_STARTED_MSGS)
+
+
+def _interpreter_tried(result, configured):
+    """(the interpreter Ansible ran the module with, how it came to it), or (None, None). Discovery
+    reports its pick in the result (it is the host's answer: shown, never run by us); an interpreter
+    set for the host is the controller's own (``configured``: the host's ansible_python_interpreter)."""
+    facts = result.get('ansible_facts')
+    discovered = facts.get('discovered_interpreter_python') if isinstance(facts, dict) else None
+    if isinstance(discovered, str) and discovered.strip():
+        return _one_line(discovered, 200), 'discovered'
+    if isinstance(configured, str) and configured.strip():
+        return _one_line(configured, 200), 'ansible_python_interpreter'
+    return None, None
+
+
+def _not_started_reason(result, stderr, configured):
+    """Why the module could not start, the line naming the error first (the summary shows one line of
+    about 90 columns), then the interpreter tried and how to set another; Ansible's words last."""
+    msg = _one_line(result.get('msg'))
+    error = [line for line in stderr if _ERROR_LINE.search(line)] or stderr or [msg or 'no output']
+    interpreter, how = _interpreter_tried(result, configured)
+    tried = ('%s (%s)' % (interpreter, how)) if interpreter else 'the interpreter Ansible chose'
+    return ('%s%s; tried %s; %s, or in the inventory as the repository\'s inventory/localhost.yml does. Ansible: %s%s' % (
+        NOT_STARTED, _one_line(error[0], 200), tried, INTERPRETER_FIX, msg,
+        ('; module stderr: %s' % _one_line(' / '.join(stderr), 300)) if stderr else ''))
+
+
+def _failure_reason(result, default, interpreter=None):
     """Why a host's task failed. When the module never produced JSON (no usable Python, a too old
     one), Ansible's msg is generic and the cause is in module_stderr: the exception line after a
     traceback, else the meaningful lines in order (a shell's or pyenv's "command not found" comes
-    first, its advice after)."""
+    first, its advice after). A module that could not start at all names the interpreter it tried
+    (``interpreter``: the host's ansible_python_interpreter, when set) and how to set another."""
+    stderr = _stderr_lines(result)
+    if _not_started(result, stderr):
+        return _not_started_reason(result, stderr, interpreter)
     msg = _one_line(result.get('msg') or default)
-    stderr = [line.strip() for line in _text(result.get('module_stderr')).splitlines() if line.strip()]
-    stderr = [line for line in stderr if not line.startswith('Shared connection to')]
     if any(line.startswith('Traceback') for line in stderr):
         after = stderr[max(i for i, line in enumerate(stderr) if line.startswith('Traceback')) + 1:]
         # The exception is the last line that is not a frame ("File ...") or its source line.
@@ -69,8 +119,9 @@ def _problem(name, reason, state='failed'):
     return {'name': name, 'state': state, 'reason': reason, 'findings': {}}
 
 
-def _classify(name, result, known):
-    """(the host record without its findings' text, the findings as the host returned them)."""
+def _classify(name, result, known, interpreter=None):
+    """(the host record without its findings' text, the findings as the host returned them);
+    ``interpreter``: the host's ansible_python_interpreter, for the reason of a module that could not start."""
     if result is None:
         return _problem(name, 'no audit result: the host left the play before the audit ran'), None
     if not isinstance(result, dict):
@@ -78,7 +129,7 @@ def _classify(name, result, known):
     if result.get('unreachable'):
         return _problem(name, safe_text(_one_line(result.get('msg') or 'host unreachable')), 'unreachable'), None
     if result.get('failed'):
-        return _problem(name, safe_text(_failure_reason(result, 'audit module failed'))), None
+        return _problem(name, safe_text(_failure_reason(result, 'audit module failed', interpreter))), None
     if result.get('skipped'):
         return _problem(name, 'audit task was skipped on this host'), None
     facts = result.get('ansible_facts') or {}
@@ -110,19 +161,20 @@ def _encode_findings(findings):
         return findings, dict((cid, COMPACT.encode(f)) for cid, f in findings.items())
 
 
-def _entry_and_texts(name, result, known):
+def _entry_and_texts(name, result, known, interpreter=None):
     """(the report's host record, {check id: the finding's JSON text})."""
-    entry, findings = _classify(name, result, known)
+    entry, findings = _classify(name, result, known, interpreter)
     texts = {}
     if findings is not None:
         entry['findings'], texts = _encode_findings(findings)
     return entry, texts
 
 
-def host_entry(name, result, known=None):
+def host_entry(name, result, known=None, interpreter=None):
     """Turn one host's registered audit_facts result into the report's host record; ``known``: the
-    check ids this run knows (host_findings.check; the registry's by default)."""
-    return _entry_and_texts(name, result, registry.BY_ID if known is None else known)[0]
+    check ids this run knows (host_findings.check; the registry's by default); ``interpreter``: the
+    host's ansible_python_interpreter as the controller knows it (None when not set)."""
+    return _entry_and_texts(name, result, registry.BY_ID if known is None else known, interpreter)[0]
 
 
 class FleetReport(dict):
@@ -155,23 +207,26 @@ def unaudited_reason(entries, shown=3):
     states = {}
     for entry in entries:
         states[entry['state']] = states.get(entry['state'], 0) + 1
-    first = '; '.join('%s %s: %s' % (e['name'], e['state'], _one_line(e['reason'], 200)) for e in entries[:shown])
+    # 240: room for a reason's cure (a module that could not start says how to set the interpreter).
+    first = '; '.join('%s %s: %s' % (e['name'], e['state'], _one_line(e['reason'], 240)) for e in entries[:shown])
     return 'none of the %d host(s) could be audited (%s): %s%s' % (
         len(entries), ', '.join('%d %s' % (n, s) for s, n in sorted(states.items())), first,
         ' and %d more, each with its reason in the report' % (len(entries) - shown) if len(entries) > shown else '')
 
 
 def build(hosts, results, checks, collection_version, now=None, before=None, remediation=None, scope=None,
-          described=None):
+          described=None, interpreters=None):
     """hosts: names in inventory order; results: {host: registered result or None};
     checks: [(id, title)] in report order; before: {host: an earlier result} (a remediation run);
     remediation: {host: what the remediation recorded, or None}; scope: the run's host pattern,
     inventory sources, limit and check mode (a report without hosts says why from it);
     described: {id: {docs, advice, source}} of the run's declared checks (their entry in ``checks``
-    carries it as ``declared``: the fix the report offers for them)."""
+    carries it as ``declared``: the fix the report offers for them); interpreters: {host: its
+    ansible_python_interpreter} for the hosts that have one set (named when their module could not start)."""
     now = now or datetime.datetime.now(datetime.timezone.utc)
     known = frozenset(cid for cid, _title in checks)
-    encoded = [_entry_and_texts(name, results.get(name), known) for name in hosts]
+    interpreters = interpreters or {}
+    encoded = [_entry_and_texts(name, results.get(name), known, interpreters.get(name)) for name in hosts]
     entries, texts = [e for e, _t in encoded], [t for _e, t in encoded]
     if before is not None:
         for entry in entries:

@@ -20,6 +20,7 @@ import os
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK, STATUSES, json_safe
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import age
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.terminal import visible
 
 WIDTH = 100
 LINES = 60
@@ -31,6 +32,10 @@ OPEN = ('affected', 'at_risk')
 # Statuses that need a person: a fix, or a look at why the audit could not tell.
 ATTENTION = ('affected', 'at_risk', 'error', 'unknown')
 _SHORT = {'not_applicable': 'n/a', 'unreachable': 'unreach'}
+# How the report's reason for a host whose module could not start begins (report.py writes it, the
+# error line first so that it shows in the summary's one line), and the fix the summary then offers.
+NOT_STARTED = 'no working Python: '
+INTERPRETER_FIX = 'set ansible_python_interpreter, e.g. -e ansible_python_interpreter=/usr/bin/python3'
 
 
 def one_line(text, limit=500):
@@ -176,9 +181,15 @@ def _worst_hosts(report, checks, budget):
         len(needing), ', the worst %d shown' % shown if len(needing) > shown else '')]
     for _rank_key, _position, entry, (cid, status) in needing[:shown]:
         if cid is None:
+            reason = one_line(entry.get('reason'))
             lines.append(fit('  %s: %s (not audited)' % (entry['name'], status)))
-            lines.append(fit('      %s' % one_line(entry.get('reason'))))
-            lines.append('      fix: make the host reachable and auditable, then audit again')
+            # Made visible before it is cut, so that escapes cannot push the line past its width.
+            lines.append(fit('      %s' % visible(reason)))
+            if status == 'failed' and reason.startswith(NOT_STARTED):
+                # A host's own failure message could begin so too: it would only get this advice.
+                lines.append('      fix: %s' % INTERPRETER_FIX)
+            else:
+                lines.append('      fix: make the host reachable and auditable, then audit again')
             continue
         finding = entry['findings'][cid]
         others = sum(1 for c in checks if c != cid and host_status(entry, c) in ATTENTION)

@@ -280,7 +280,65 @@ def test_a_failed_module_is_summarised_by_its_cause_not_its_last_line():
                                 "versions:\n  3.13.0\n\nNote: See 'pyenv help global' for tips on allowing both\n"
                                 "      python2 and python3 to be found at the same time.\n")}
     reason = report.host_entry('pi', result)['reason']
-    assert '(module stderr: pyenv: python3.13: command not found / ' in reason
+    assert reason.startswith('no working Python: pyenv: python3.13: command not found; tried the interpreter Ansible chose; ')
+    assert reason.endswith('; module stderr: pyenv: python3.13: command not found / The `python3.13\' command exists in '
+                           'these Python versions: / 3.13.0 / Note: See \'pyenv help global\' for tips on allowing both / '
+                           'python2 and python3 to be found at the same time.')
+
+
+# Results as ansible-core 2.19.14 registers them (ignore_errors) for a module that could not start,
+# recorded on this machine with `ansible-playbook -i localhost, -c local` and a ping task:
+# - interpreter discovery picked a pyenv shim whose version is not installed (a shim script on PATH
+#   that prints what pyenv prints and exits 127);
+PYENV_SHIM = {
+    'ansible_facts': {'discovered_interpreter_python': '/home/op/.pyenv/shims/python3.13'}, 'changed': False,
+    'exception': '(traceback unavailable)', 'failed': True,
+    'module_stderr': "pyenv: python3.13: command not found\n\nThe `python3.13' command exists in these Python versions:\n  3.13.0\n",
+    'module_stdout': '', 'msg': 'Module result deserialization failed: No start of json char found', 'rc': 127}
+# - -e ansible_python_interpreter=/nonexistent/python3 (nothing at that path; no discovery, so no fact).
+NO_FILE = {
+    'changed': False, 'exception': '(traceback unavailable)', 'failed': True,
+    'module_stderr': '/bin/sh: 1: /nonexistent/python3: not found\n', 'module_stdout': '',
+    'msg': "The module interpreter '/nonexistent/python3' was not found.", 'rc': 127}
+
+
+def test_a_module_that_could_not_start_names_the_interpreter_and_the_cure():
+    shim = report.host_entry('laptop', PYENV_SHIM)['reason']
+    assert shim.startswith('no working Python: pyenv: python3.13: command not found; tried '
+                           '/home/op/.pyenv/shims/python3.13 (discovered); set ansible_python_interpreter, e.g. '
+                           '-e ansible_python_interpreter=/usr/bin/python3, or in the inventory as the repository\'s '
+                           'inventory/localhost.yml does. '), shim
+    assert 'Ansible: Module result deserialization failed: No start of json char found; module stderr: pyenv: ' in shim
+    missing = report.host_entry('pi', NO_FILE, interpreter='/nonexistent/python3')['reason']
+    assert missing.startswith('no working Python: /bin/sh: 1: /nonexistent/python3: not found; tried /nonexistent/python3 '
+                              '(ansible_python_interpreter); set ansible_python_interpreter, '), missing
+    # Discovery's pick is what ran, whatever the inventory said before discovery was asked.
+    assert 'tried /home/op/.pyenv/shims/python3.13 (discovered)' in report.host_entry('l', PYENV_SHIM, interpreter='auto')['reason']
+
+
+def test_a_python_that_started_and_failed_is_not_an_interpreter_problem():
+    """A traceback means Python ran (the SyntaxError of a too old one above); a module's own failure
+    (fail_json: no module_stderr, no rc 127) keeps its message."""
+    traceback = {'failed': True, 'rc': 1, 'msg': 'MODULE FAILURE', 'module_stderr': 'Traceback (most recent call last):\nOSError: x\n'}
+    assert report.host_entry('a', traceback)['reason'] == 'MODULE FAILURE (module stderr: OSError: x)'
+    assert report.host_entry('b', {'failed': True, 'msg': 'root /card does not exist on this host'})['reason'] == (
+        'root /card does not exist on this host')
+
+
+def test_the_summary_shows_the_error_line_and_the_interpreter_fix_within_its_width():
+    shim = dict(PYENV_SHIM, module_stderr='\x1b]0;owned\x07pyenv: python3.13: command not found' + ' padding' * 30)
+    built = report.build(['laptop', 'pi', 'x' * 120], {'laptop': PYENV_SHIM, 'pi': NO_FILE, 'x' * 120: shim}, CHECKS, '0.2.0',
+                         interpreters={'pi': '/nonexistent/python3'})
+    lines = report_summary.summary_lines(built, {})
+    at = lines.index('  laptop: failed (not audited)')
+    assert lines[at + 1] == '      no working Python: pyenv: python3.13: command not found; tried /home/op/.pyenv/shims/python...'
+    assert lines[at + 2] == '      fix: set ansible_python_interpreter, e.g. -e ansible_python_interpreter=/usr/bin/python3'
+    at = lines.index('  pi: failed (not audited)')
+    assert lines[at + 1].startswith('      no working Python: /bin/sh: 1: /nonexistent/python3: not found; tried /nonexistent/')
+    # A host's escape sequence is shown, never sent, and its line still fits.
+    hostile = [line for line in lines if 'owned' in line]
+    assert hostile and all('\x1b' not in line and '\\x1b]0;owned\\x07' in line and len(line) <= 100 for line in hostile), hostile
+    assert max(len(line) for line in lines if not is_path_line(line)) <= 100
 
 
 def test_before_and_after_are_counted():
