@@ -67,7 +67,10 @@ def describe_unknown(found):
 
 def _typed_list_items(text):
     """The names in a list typed as text: ``["pi"]``, ``[pi_ir_tx, podman]``, ``['a','b']``."""
-    items = [item.strip().strip('"\'').strip() for item in text.strip()[1:-1].split(',')]
+    text = text.strip()
+    text = text[1:] if text.startswith('[') else text
+    text = text[:-1] if text.endswith(']') else text
+    items = [item.strip().strip('"\'').strip() for item in text.split(',')]
     return [item for item in items if item]
 
 
@@ -76,14 +79,16 @@ def typed_list(value, name):
     ansible/module_utils/common/validation.py) splits a string at its commas and strips nothing, so
     ``-e postmortem_checks=pi_ir_tx,podman`` is two names, as ``gather_subset`` takes them. Text that
     looks like a JSON list was meant as one, but ``-e key=value`` never parses JSON (only ``-e '{...}'``
-    does), and split at its commas it would be names like '["pi"]': refused, with the form that works."""
+    does), and split at its commas it would be names like '["pi"]': refused, with the form that works.
+    A bracket at one end only is the same mistake cut short: in ``-e key=[a, b]`` a space ends the value."""
     if isinstance(value, str):
         text = value.strip()
-        if text.startswith('[') and text.endswith(']'):
+        if text.startswith('[') or text.endswith(']'):
             items = _typed_list_items(text)
+            cut = not (text.startswith('[') and text.endswith(']'))
             raise registry.SelectionError(
-                "%s is the text %r, not a list (-e %s=... never reads JSON): write -e '%s'%s"
-                % (name, value, name, json.dumps({name: items}),
+                "%s is the text %r, not a list (-e %s=... never reads JSON%s): write -e '%s'%s"
+                % (name, value, name, ', and a space ends its value' if cut else '', json.dumps({name: items}),
                    (' or -e %s=%s' % (name, ','.join(items))) if items else ''))
         return value.split(',')
     if not isinstance(value, (list, tuple)):

@@ -179,6 +179,8 @@ def test_checks_typed_badly_are_refused_with_the_closest_name(value, problem):
     ('postmortem_probes', '["ollama_format_think_probe"]', '''-e '{"postmortem_probes": ["ollama_format_think_probe"]}\''''),
     ('postmortem_remediate', '[pi_ir_tx]', '''-e '{"postmortem_remediate": ["pi_ir_tx"]}\''''),
     ('postmortem_checks', '[]', '''-e '{"postmortem_checks": []}\''''),
+    # -e 'postmortem_checks=[pi_ir_tx, podman]': Ansible's key=value parser ends the value at the space.
+    ('postmortem_checks', '[pi_ir_tx,', '''never reads JSON, and a space ends its value): write -e '{"postmortem_checks": ["pi_ir_tx"]}\''''),
 ])
 def test_a_json_list_typed_as_text_is_refused_with_the_form_that_works(name, value, form):
     found = interface.check_value(name, value)
