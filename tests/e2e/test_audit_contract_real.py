@@ -121,32 +121,18 @@ def test_home_in_root_is_not_expanded(tmp_path):
     assert run.host('localhost')['run']['root'] == str(image)
 
 
-def test_a_report_directory_that_is_a_file_still_prints_the_summary(tmp_path):
+def test_a_report_directory_that_is_a_file_stops_the_run_before_any_host(tmp_path):
+    """Found by the input check, not after every host was audited (issue 35); a read-only one, with
+    proof that no host was contacted, is test_audit_playbook's. The writer's own refusal, for a
+    directory that changes during the run, is report_files.write's (unit tests)."""
     blocker = tmp_path / 'report'
     blocker.parent.mkdir(parents=True, exist_ok=True)
     blocker.write_text('x')
     run = run_audit(tmp_path, ONE)
     assert run.proc.returncode != 0
-    assert 'homelab.postmortem audit: 1 host(s)' in run.output
-    assert 'is not a directory (a file of that name exists)' in run.output
-
-
-def test_a_read_only_report_directory_still_prints_the_summary(tmp_path):
-    """Root ignores permission bits, so a read-only mount makes the directory really read-only."""
-    target = tmp_path / 'report'
-    target.mkdir(parents=True)
-    if os.geteuid() == 0:
-        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', str(target)], check=True)
-    else:
-        target.chmod(0o555)
-    try:
-        run = run_audit(tmp_path, ONE)
-    finally:
-        if os.geteuid() == 0:
-            subprocess.run(['umount', str(target)], check=False)
-    assert run.proc.returncode != 0
-    assert 'homelab.postmortem audit: 1 host(s)' in run.output
-    assert 'is read-only for this user' in run.output or 'Read-only file system' in run.output, run.output
+    assert 'The audit was not started' in run.output
+    assert 'postmortem_report_dir: the report directory %s is not a directory (a file of that name exists)' % blocker in run.output
+    assert 'Run the detections in one round trip' not in run.output
 
 
 def test_make_audit_from_a_fresh_clone_under_a_path_with_a_space(tmp_path):

@@ -27,7 +27,11 @@ def test_fleet_run_reports_every_host_and_writes_all_formats(tmp_path):
     states = dict((h['name'], h['state']) for h in run.report['hosts'])
     assert states == {'localhost': 'audited', 'deadhost': 'unreachable', 'nopython': 'failed'}
     assert 'Connection refused' in run.host('deadhost')['reason']
-    assert '/nonexistent/bin/python3' in run.host('nopython')['reason']
+    # A host whose module could not start: the error line, the interpreter tried and the cure.
+    assert run.host('nopython')['reason'].startswith(
+        'no working Python: /bin/sh: 1: /nonexistent/bin/python3: not found; tried /nonexistent/bin/python3 '
+        '(ansible_python_interpreter); set ansible_python_interpreter, e.g. -e ansible_python_interpreter=/usr/bin/python3'
+    ), run.host('nopython')['reason']
     assert sorted(run.host('localhost')['findings']) == sorted(ALL_CHECKS)
     # This machine has no Pi boot config.
     assert run.finding('localhost', 'pi_ir_tx')['status'] == 'not_applicable'
@@ -39,6 +43,10 @@ def test_fleet_run_reports_every_host_and_writes_all_formats(tmp_path):
 
     # The terminal summary names every host and where the reports went.
     assert 'not audited: deadhost (unreachable), nopython (failed)' in run.output
+    summary = run.output.split('  nopython: failed (not audited)\n', 1)[1].splitlines()
+    assert summary[0].startswith('      no working Python: /bin/sh: 1: /nonexistent/bin/python3: not found; tried /nonexistent/')
+    assert len(summary[0]) <= 100
+    assert summary[1] == '      fix: set ansible_python_interpreter, e.g. -e ansible_python_interpreter=/usr/bin/python3'
     assert 'Full report: %s' % os.path.join(run.report_dir, 'postmortem.html') in run.output
 
 
@@ -125,3 +133,66 @@ def test_the_payload_carries_what_the_probes_import_late(tmp_path):
     for late in ('llama/lora_probe.py', 'llama/probes.py', 'rpi/ir_trace.py', 'podman/export.py', 'loopback_http.py',
                  'deadline_http.py', 'bounded_json.py'):
         assert os.path.isfile(os.path.join(utils, late)), late
+
+
+def marking_host(tmp_path):
+    """localhost, through an interpreter that leaves a marker file before it runs the real Python:
+    the marker exists if and only if a module was started on the host."""
+    marker = tmp_path / 'contacted'
+    wrapper = tmp_path / 'python-marking'
+    wrapper.write_text('#!/bin/sh\ntouch %s\nexec %s "$@"\n' % (marker, local_host()['ansible_python_interpreter']))
+    wrapper.chmod(0o755)
+    return {'all': {'hosts': {'localhost': local_host(ansible_python_interpreter=str(wrapper))}}}, marker
+
+
+def test_checks_typed_as_gather_subset_takes_them(tmp_path):
+    """-e key=value gives a string; the module's list option splits it at commas (ansible-core's
+    check_type_list), and the input check reads it the same way: a check and a group."""
+    inventory, marker = marking_host(tmp_path)
+    run = run_audit(tmp_path, inventory, args=['-e', 'postmortem_checks=pi_ir_tx,podman'])
+    assert run.proc.returncode == 0, run.output
+    assert sorted(run.host('localhost')['findings']) == ['pi_ir_tx', 'podman_export_idmap', 'podman_restart_userns']
+    assert marker.exists()  # the marker works: its absence in the tests below means something
+    marker.unlink()
+
+    typo = run_audit(tmp_path / 'typo', inventory, args=['-e', 'postmortem_checks=pi_irtx'])
+    assert typo.proc.returncode != 0
+    assert "postmortem_checks: unknown check 'pi_irtx' (did you mean pi_ir_tx?)" in typo.output, typo.output
+    as_text = run_audit(tmp_path / 'text', inventory, args=['-e', 'postmortem_checks=["pi"]'])
+    assert as_text.proc.returncode != 0
+    wanted = """write -e '{"postmortem_checks": ["pi"]}' or -e postmortem_checks=pi"""
+    assert wanted in as_text.output.replace('\\"', '"'), as_text.output
+    assert 'Run the detections in one round trip' not in typo.output + as_text.output and not marker.exists()
+
+
+def test_an_unwritable_report_directory_is_refused_before_any_host_is_contacted(tmp_path):
+    """A read-only mount (root passes mode bits, not a read-only filesystem), then, in check mode, a
+    file where a missing report directory's parent should be and a textfile directory that does not
+    exist: refused by the input check, and the marking interpreter shows no host ran a module."""
+    import subprocess
+    inventory, marker = marking_host(tmp_path)
+    target = tmp_path / 'ro-report'
+    target.mkdir()
+    if os.geteuid() == 0:
+        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', str(target)], check=True)
+    else:
+        target.chmod(0o555)
+    try:
+        run = run_audit(tmp_path, inventory, {'postmortem_report_dir': str(target)})
+    finally:
+        if os.geteuid() == 0:
+            subprocess.run(['umount', str(target)], check=False)
+    assert run.proc.returncode != 0
+    assert 'The audit was not started' in run.output
+    reason = 'is on a read-only filesystem' if os.geteuid() == 0 else 'is not writable for this user'
+    assert 'postmortem_report_dir: the report directory %s %s' % (target, reason) in run.output, run.output
+    assert 'Run the detections in one round trip' not in run.output and not marker.exists()
+
+    (tmp_path / 'blocker').write_text('x')
+    checked = run_audit(tmp_path, inventory, {'postmortem_report_dir': str(tmp_path / 'blocker' / 'report'),
+                                              'postmortem_textfile_dir': str(tmp_path / 'no-textfile')}, args=['--check'])
+    assert checked.proc.returncode != 0
+    assert ('postmortem_report_dir: the report directory %s does not exist and cannot be created: %s is not a directory'
+            % (tmp_path / 'blocker' / 'report', tmp_path / 'blocker')) in checked.output, checked.output
+    assert 'postmortem_textfile_dir: the textfile directory %s does not exist' % (tmp_path / 'no-textfile') in checked.output
+    assert not marker.exists() and not (tmp_path / 'no-textfile').exists()
