@@ -97,7 +97,7 @@ def _user_instances(ctx, cli, settings):
     return found, summary
 
 
-def _detect(ctx, detection, settings):
+def _judge_each_user(ctx, detection, settings):
     # Its first question (podman ps, per user) is asked inside the per-user loop: the question is the whole
     # detection, and there is no verdict to load.
     clis = podman.users_to_check(ctx, settings.get('users'))
@@ -167,5 +167,5 @@ DETECTION = Detection(
         'probe_max_bytes': {'type': 'int', 'default': 512 * 1024 * 1024, 'min': 1024, 'max': 64 * 1024 * 1024 * 1024,
                             'description': 'Bytes of one export the probe reads at most.'},
     },
-    question=_detect,
+    question=_judge_each_user,
 )
