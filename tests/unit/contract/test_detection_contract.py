@@ -53,6 +53,8 @@ def test_declarations(detection):
     assert isinstance(detection, Detection)
     module = importlib.import_module('ansible_collections.homelab.postmortem.plugins.module_utils.detections.%s' % detection.ID)
     assert module.DETECTION is detection
+    # The Detection is handed to the question and the verdict: a module never looks itself up.
+    assert 'sys.modules[__name__]' not in read('plugins', 'module_utils', 'detections', '%s.py' % detection.ID)
     assert re.match(r'^[a-z][a-z0-9_]+$', detection.ID)
     assert detection.ID.startswith(detection.GROUP + '_') and detection.GROUP in registry.GROUPS
     assert detection.TITLE and detection.REFERENCES
