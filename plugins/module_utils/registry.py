@@ -3,13 +3,14 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Every detection the collection ships, in report order, and how to run them.
 
-A detection is a module in ``detections/`` with ID, GROUP, TITLE, REFERENCES,
-REMEDIATION (``finding.make_remediation``), PROBES, SETTINGS (a spec, see
-settings.py), APPLIES and ``detect(ctx)``. APPLIES says where it can answer:
+A detection is the ``DETECTION`` (a ``detection.Detection``) of a module in
+``detections/``: ID, GROUP, TITLE, REFERENCES, REMEDIATION
+(``finding.make_remediation``), PROBES, SETTINGS (a spec, see settings.py),
+APPLIES, its first question and its verdict. APPLIES says where it can answer:
 ``image`` (it can read an image through ``root``), ``binary`` (a program it
-needs on a live host) and ``root`` (why it needs root, or None). A detection may
-also define ``absent(ctx)``: why there is nothing to judge on this live host (a
-reason makes it not_applicable, asked before root is required). The registry
+needs on a live host) and ``root`` (why it needs root, or None). ``absent(ctx)``
+says why there is nothing to judge on this live host (a reason makes it
+not_applicable, asked before root is required). The registry
 enforces APPLIES before ``detect`` runs, so those answers are the same for
 every detection, and runs each detection inside its own time budget.
 """
@@ -38,18 +39,18 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
     bound_instances, bounded_finding, error_finding, make_finding)
 
 DETECTIONS = (
-    pi_ir_tx,
-    llama_lora_cache,
-    llama_spec_logprobs,
-    llama_sleep_race,
-    podman_restart_userns,
-    podman_export_idmap,
-    docker_overlay_sandbox,
-    ollama_gemma4_renderer,
-    ollama_format_think,
-    ollama_schema_order,
-    vllm_weight_cache,
-    vllm_lora_patterns,
+    pi_ir_tx.DETECTION,
+    llama_lora_cache.DETECTION,
+    llama_spec_logprobs.DETECTION,
+    llama_sleep_race.DETECTION,
+    podman_restart_userns.DETECTION,
+    podman_export_idmap.DETECTION,
+    docker_overlay_sandbox.DETECTION,
+    ollama_gemma4_renderer.DETECTION,
+    ollama_format_think.DETECTION,
+    ollama_schema_order.DETECTION,
+    vllm_weight_cache.DETECTION,
+    vllm_lora_patterns.DETECTION,
 )
 BY_ID = dict((d.ID, d) for d in DETECTIONS)
 GROUPS = ('pi', 'llama', 'podman', 'docker', 'ollama', 'vllm')

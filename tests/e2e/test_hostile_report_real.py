@@ -52,15 +52,16 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detections impo
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding
 
 
-def keeps_deep_evidence(ctx):
+def keeps_deep_evidence(ctx, detection, settings):
     value = 'bottom'
     for _level in range(%d):
         value = {'d': value}
-    return make_finding(pi_ir_tx, 'at_risk', 'kept evidence %d levels deep', evidence={'deep': value, 'count': 3})
+    return make_finding(detection, 'at_risk', 'kept evidence %d levels deep', evidence={'deep': value, 'count': 3})
 
 
-pi_ir_tx.detect = keeps_deep_evidence
-pi_ir_tx.APPLIES = dict(pi_ir_tx.APPLIES, image=True)
+# The registry's own object, changed in place: its first question answers with the deep finding.
+pi_ir_tx.DETECTION._question = keeps_deep_evidence
+pi_ir_tx.DETECTION.APPLIES = dict(pi_ir_tx.DETECTION.APPLIES, image=True)
 facts_module.main()
 '''
 

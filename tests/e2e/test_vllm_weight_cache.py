@@ -24,7 +24,7 @@ from safetensors.numpy import save_file
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_weight_cache
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.vllm_weight_cache import DETECTION as vllm_weight_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import checkpoint
 
 

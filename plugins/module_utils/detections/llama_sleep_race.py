@@ -14,46 +14,51 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import sys
-
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection, Found
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 
-ID = 'llama_sleep_race'
-GROUP = 'llama'
-# Preset files can be read in an image; processes only on a live host.
-APPLIES = {'image': True, 'binary': None, 'root': None}
-TITLE = 'llama-server sleep mode loses or crashes on a request that arrives just before it sleeps'
-REFERENCES = [
-    'https://github.com/ggml-org/llama.cpp/issues/29689',
-]
-REMEDIATION = make_remediation(
-    role='homelab.postmortem.llama_server',
-    role_vars={'llama_server_restart_on_failure': True, 'llama_server_restart': True},
-    manual=[
-        'Leave sleep mode off (--sleep-idle-seconds -1, the default) on servers that take long prompts or images.',
-        'If sleep stays on, make sure a crash is restarted: Restart=on-failure in the systemd unit.',
-        'Clients: send a 1-token completion right before the real request, and use a timeout with a retry.',
-    ],
-    disruption='restart',
-)
-PROBES = ()
-SETTINGS = {
-    'preset_paths': {'type': 'list', 'elements': 'str', 'default': [],
-                     'description': 'Router preset INI files to read besides those named by running routers.'},
-}
 
-_SELF = sys.modules[__name__]
-
-
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
+def _first_question(ctx, detection, settings):
     running, problems = llama_processes.processes(ctx)
     if not running and not settings.get('preset_paths'):
-        # Nothing to read, answered before the verdict is loaded.
         evidence = llama_processes.process_table_evidence(running, problems)
         if not ctx.live:
             evidence['note'] = 'image audit (root=%s): no processes to read; only listed preset files were checked' % ctx.root
-        return make_finding(_SELF, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
+        return make_finding(detection, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
+    return Found()
+
+
+def _verdict():
+    # A llama-server process or a preset to read: the configuration resolver and the verdict are loaded only now.
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import llama_sleep_race as verdict
-    return verdict.judge(ctx, settings)
+    return verdict
+
+
+DETECTION = Detection(
+    'llama_sleep_race',
+    group='llama',
+    title='llama-server sleep mode loses or crashes on a request that arrives just before it sleeps',
+    # Preset files can be read in an image; processes only on a live host.
+    applies={'image': True, 'binary': None, 'root': None},
+    references=[
+        'https://github.com/ggml-org/llama.cpp/issues/29689',
+    ],
+    remediation=make_remediation(
+        role='homelab.postmortem.llama_server',
+        role_vars={'llama_server_restart_on_failure': True, 'llama_server_restart': True},
+        manual=[
+            'Leave sleep mode off (--sleep-idle-seconds -1, the default) on servers that take long prompts or images.',
+            'If sleep stays on, make sure a crash is restarted: Restart=on-failure in the systemd unit.',
+            'Clients: send a 1-token completion right before the real request, and use a timeout with a retry.',
+        ],
+        disruption='restart',
+    ),
+    probes=(),
+    settings={
+        'preset_paths': {'type': 'list', 'elements': 'str', 'default': [],
+                         'description': 'Router preset INI files to read besides those named by running routers.'},
+    },
+    question=_first_question,
+    verdict=_verdict,
+)

@@ -14,40 +14,46 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import sys
-
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection, Found
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 
-ID = 'llama_spec_logprobs'
-GROUP = 'llama'
-# Speculation is a property of running processes.
-APPLIES = {'image': False, 'binary': None, 'root': None}
-TITLE = "llama-server's logprobs are placeholders when speculative decoding is on"
-REFERENCES = [
-    'https://github.com/ggml-org/llama.cpp/issues/27972',
-    'https://github.com/ggml-org/llama.cpp/issues/29975',
-]
-REMEDIATION = make_remediation(
-    manual=[
-        'Send requests that need logprobs to an instance started without -md/--spec-type '
-        '(there is no per-request switch).',
-        'Check /slots (speculative), not /props, to see whether a server speculates.',
-        'Treat an empty top_logprobs on a request that asked for alternatives as a missing value.',
-    ],
-    disruption='restart',
-)
-PROBES = ('spec_logprobs',)
-SETTINGS = {}
 
-_SELF = sys.modules[__name__]
-
-
-def detect(ctx):
+def _first_question(ctx, detection, settings):
     running, problems = llama_processes.processes(ctx)
     if not running:
-        # Nothing to read, answered before the verdict is loaded.
         evidence = dict(llama_processes.process_table_evidence(running, problems), probe_requested='spec_logprobs' in ctx.probes)
-        return make_finding(_SELF, 'not_applicable', 'No llama-server process found.', evidence=evidence)
+        return make_finding(detection, 'not_applicable', 'No llama-server process found.', evidence=evidence)
+    return Found()
+
+
+def _verdict():
+    # A llama-server process or a preset to read: the configuration resolver and the verdict are loaded only now.
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import llama_spec_logprobs as verdict
-    return verdict.judge(ctx)
+    return verdict
+
+
+DETECTION = Detection(
+    'llama_spec_logprobs',
+    group='llama',
+    title="llama-server's logprobs are placeholders when speculative decoding is on",
+    # Speculation is a property of running processes.
+    applies={'image': False, 'binary': None, 'root': None},
+    references=[
+        'https://github.com/ggml-org/llama.cpp/issues/27972',
+        'https://github.com/ggml-org/llama.cpp/issues/29975',
+    ],
+    remediation=make_remediation(
+        manual=[
+            'Send requests that need logprobs to an instance started without -md/--spec-type '
+            '(there is no per-request switch).',
+            'Check /slots (speculative), not /props, to see whether a server speculates.',
+            'Treat an empty top_logprobs on a request that asked for alternatives as a missing value.',
+        ],
+        disruption='restart',
+    ),
+    probes=('spec_logprobs',),
+    settings={},
+    question=_first_question,
+    verdict=_verdict,
+)

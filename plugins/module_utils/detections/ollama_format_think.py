@@ -18,52 +18,49 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import sys
-
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 
-ID = 'ollama_format_think'
-GROUP = 'ollama'
-APPLIES = {'image': False, 'binary': None, 'root': None}
-TITLE = 'Ollama does not hold a thinking model to the schema when it answers without thinking'
-REFERENCES = [
-    'https://github.com/ollama/ollama/pull/12460 (77060d462: format only after thinking was seen, first tag v0.12.4-rc7)',
-    'ollama/ollama server/routes.go @ v0.33.0-rc2 (= fb3076099) l.2764-2766: the first pass runs with currentFormat = nil',
-    'ollama/ollama server/routes.go @ v0.33.0-rc2 l.2674-2677: native-path models go to handleNativeChat first (from v0.30.0-rc0)',
-    'https://github.com/ollama/ollama/pull/15678 (5d1021603: think false applies the format at once, v0.21.1)',
-    'https://github.com/ollama/ollama/pull/18479 ("a model that answers without thinking stays unconstrained"; merge and release NOT CONFIRMED)',
-]
-REMEDIATION = make_remediation(
-    manual=[
-        'Send think: false with a format (0.21.1 and later apply the schema from the first token).',
-        'Validate every structured reply against its schema in the client; retry when it does not parse.',
-    ],
-    disruption='none',
-)
-PROBES = ('format_think',)
-SETTINGS = dict(ollama_common.COMMON_SETTINGS, **{
-    'fixed_in': {'type': 'version', 'default': None,
-                 'description': 'First Ollama version that holds direct answers to the schema; unset while none is known.'},
-    'probe_models': {'type': 'list', 'elements': 'str', 'default': [],
-                     'description': 'Models the format_think probe asks (default: every thinking model, up to probe_max_models).'},
-    'probe_max_models': {'type': 'int', 'default': 3, 'min': 1, 'max': 50,
-                         'description': 'Models the probe asks, at most.'},
-    'probe_seeds': {'type': 'int', 'default': 2, 'min': 1, 'max': 10,
-                    'description': 'Seeds per prompt: the probe sends 3 prompts x this many requests per model.'},
-    'probe_timeout': {'type': 'int', 'default': 120, 'min': 1, 'max': 1800,
-                      'description': 'Seconds one probe request may take (the model may have to load).'},
-})
 
-_SELF = sys.modules[__name__]
-
-
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
-    # Nothing listening is the common case: answered before the Ollama client is loaded (ollama/common.py).
-    server, early = ollama_common.connect(ctx, _SELF, settings)
-    if early:
-        return early
-    # Something answers: the Ollama client and the verdict are loaded only now.
+def _verdict():
+    # Something accepts a connection where Ollama would be: the Ollama client and the verdict are loaded only now.
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import ollama_format_think as verdict
-    return verdict.judge(ctx, server, settings)
+    return verdict
+
+
+DETECTION = Detection(
+    'ollama_format_think',
+    group='ollama',
+    title='Ollama does not hold a thinking model to the schema when it answers without thinking',
+    applies={'image': False, 'binary': None, 'root': None},
+    references=[
+        'https://github.com/ollama/ollama/pull/12460 (77060d462: format only after thinking was seen, first tag v0.12.4-rc7)',
+        'ollama/ollama server/routes.go @ v0.33.0-rc2 (= fb3076099) l.2764-2766: the first pass runs with currentFormat = nil',
+        'ollama/ollama server/routes.go @ v0.33.0-rc2 l.2674-2677: native-path models go to handleNativeChat first (from v0.30.0-rc0)',
+        'https://github.com/ollama/ollama/pull/15678 (5d1021603: think false applies the format at once, v0.21.1)',
+        'https://github.com/ollama/ollama/pull/18479 ("a model that answers without thinking stays unconstrained"; merge and release NOT CONFIRMED)',
+    ],
+    remediation=make_remediation(
+        manual=[
+            'Send think: false with a format (0.21.1 and later apply the schema from the first token).',
+            'Validate every structured reply against its schema in the client; retry when it does not parse.',
+        ],
+        disruption='none',
+    ),
+    probes=('format_think',),
+    settings=dict(ollama_common.COMMON_SETTINGS, **{
+        'fixed_in': {'type': 'version', 'default': None,
+                     'description': 'First Ollama version that holds direct answers to the schema; unset while none is known.'},
+        'probe_models': {'type': 'list', 'elements': 'str', 'default': [],
+                         'description': 'Models the format_think probe asks (default: every thinking model, up to probe_max_models).'},
+        'probe_max_models': {'type': 'int', 'default': 3, 'min': 1, 'max': 50,
+                             'description': 'Models the probe asks, at most.'},
+        'probe_seeds': {'type': 'int', 'default': 2, 'min': 1, 'max': 10,
+                        'description': 'Seeds per prompt: the probe sends 3 prompts x this many requests per model.'},
+        'probe_timeout': {'type': 'int', 'default': 120, 'min': 1, 'max': 1800,
+                          'description': 'Seconds one probe request may take (the model may have to load).'},
+    }),
+    question=ollama_common.first_question,
+    verdict=_verdict,
+)

@@ -23,50 +23,47 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import sys
-
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 
-ID = 'ollama_gemma4_renderer'
-GROUP = 'ollama'
-APPLIES = {'image': False, 'binary': None, 'root': None}
-TITLE = 'Ollama resolves a Gemma 4 copy of 12B or more to the small prompt template'
-REFERENCES = [
-    'https://github.com/ollama/ollama/pull/15612 (e585ecd11: name and 16e9 threshold, first in v0.21.0)',
-    'https://github.com/ollama/ollama/pull/16457 (50bbda566: 12b and the 12e9 threshold, v0.30.3)',
-    'ollama/ollama server/renderer_resolution.go @ v0.33.0-rc2 l.34-55 (names, then Config.ModelType, else small)',
-    'ollama/ollama server/routes.go @ v0.33.0-rc2 l.1429-1437 (/api/show recomputes parameter_size for safetensors) '
-    'and x/create/client/create.go l.388-402 (safetensors imports: RENDERER gemma4, no ModelType)',
-    'ollama/ollama server/renderer_resolution.go @ 122c7dab (11.5e9; release not confirmed)',
-    'ollama/ollama#18824 (the write-up\'s report; not found upstream)',
-]
-REMEDIATION = make_remediation(
-    role='homelab.postmortem.ollama_gemma4_renderer',
-    module='homelab.postmortem.ollama_gemma4_renderer_fix',
-    manual=[
-        'Pin the renderer: re-create the model with RENDERER gemma4-large (and PARSER gemma4) in its Modelfile, '
-        'or POST /api/create with "renderer": "gemma4-large"; needs Ollama 0.21.0 or later.',
-        'Or give the copy a name with its size (assistant:12b): the name check runs before the count.',
-        'On Ollama before 0.21.0 there is nothing to pin: upgrade to 0.21.0 or later.',
-    ],
-    disruption='none',
-)
-PROBES = ()
-SETTINGS = dict(ollama_common.COMMON_SETTINGS, **{
-    'fixed_in': {'type': 'version', 'default': None,
-                 'description': 'First Ollama version with the 11.5e9 threshold (commit 122c7dab); unset while no release is confirmed.'},
-})
 
-_SELF = sys.modules[__name__]
-
-
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
-    # Nothing listening is the common case: answered before the Ollama client is loaded (ollama/common.py).
-    server, early = ollama_common.connect(ctx, _SELF, settings)
-    if early:
-        return early
-    # Something answers: the Ollama client and the verdict are loaded only now.
+def _verdict():
+    # Something accepts a connection where Ollama would be: the Ollama client and the verdict are loaded only now.
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import ollama_gemma4_renderer as verdict
-    return verdict.judge(ctx, server, settings)
+    return verdict
+
+
+DETECTION = Detection(
+    'ollama_gemma4_renderer',
+    group='ollama',
+    title='Ollama resolves a Gemma 4 copy of 12B or more to the small prompt template',
+    applies={'image': False, 'binary': None, 'root': None},
+    references=[
+        'https://github.com/ollama/ollama/pull/15612 (e585ecd11: name and 16e9 threshold, first in v0.21.0)',
+        'https://github.com/ollama/ollama/pull/16457 (50bbda566: 12b and the 12e9 threshold, v0.30.3)',
+        'ollama/ollama server/renderer_resolution.go @ v0.33.0-rc2 l.34-55 (names, then Config.ModelType, else small)',
+        'ollama/ollama server/routes.go @ v0.33.0-rc2 l.1429-1437 (/api/show recomputes parameter_size for safetensors) '
+        'and x/create/client/create.go l.388-402 (safetensors imports: RENDERER gemma4, no ModelType)',
+        'ollama/ollama server/renderer_resolution.go @ 122c7dab (11.5e9; release not confirmed)',
+        'ollama/ollama#18824 (the write-up\'s report; not found upstream)',
+    ],
+    remediation=make_remediation(
+        role='homelab.postmortem.ollama_gemma4_renderer',
+        module='homelab.postmortem.ollama_gemma4_renderer_fix',
+        manual=[
+            'Pin the renderer: re-create the model with RENDERER gemma4-large (and PARSER gemma4) in its Modelfile, '
+            'or POST /api/create with "renderer": "gemma4-large"; needs Ollama 0.21.0 or later.',
+            'Or give the copy a name with its size (assistant:12b): the name check runs before the count.',
+            'On Ollama before 0.21.0 there is nothing to pin: upgrade to 0.21.0 or later.',
+        ],
+        disruption='none',
+    ),
+    probes=(),
+    settings=dict(ollama_common.COMMON_SETTINGS, **{
+        'fixed_in': {'type': 'version', 'default': None,
+                     'description': 'First Ollama version with the 11.5e9 threshold (commit 122c7dab); unset while no release is confirmed.'},
+    }),
+    question=ollama_common.first_question,
+    verdict=_verdict,
+)

@@ -14,62 +14,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection, Found
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
     DetectionError, make_finding, make_remediation)
 
-ID = 'pi_ir_tx'
-GROUP = 'pi'
-# Reads config.txt and /lib/modules, so an SD-card image can be audited too.
-APPLIES = {'image': True, 'binary': None, 'root': None}
-TITLE = 'Raspberry Pi IR transmitter on pwm-ir-tx sends nothing on kernel 6.18+'
-REFERENCES = [
-    'https://github.com/raspberrypi/linux/issues/7678',
-    'media: pwm-ir-tx: Avoid direct access to hrtimer clockbase (commit 44d7fb8acdf8, first in v6.18)',
-]
-REMEDIATION = make_remediation(
-    role='homelab.postmortem.pi_ir_tx',
-    role_vars={'pi_ir_tx_reboot': True},
-    manual=[
-        'Where config.txt loads it (the file and line the finding names; include files too), replace '
-        'dtoverlay=pwm-ir-tx[,gpio_pin=N][,func=F] with dtoverlay=gpio-ir-tx,gpio_pin=N (same pin; both default '
-        'to 18) and remove func from dtparam= lines after it.',
-        'Reboot, then check that the transmitter is registered by gpio-ir-tx (/sys/class/rc/rc*/uevent).',
-    ],
-    disruption='reboot',
-)
-# ir_tx_trace sends a 30 ms test code through each transmitter and reads the
-# kernel trace of what the hardware was told to do (see ir_trace.py).
-PROBES = ('ir_tx_trace',)
-# The upper bound is not known until a fixed kernel ships; users can set it
-# (or narrow the range) without a new release of the collection.
-SETTINGS = {
-    'affected_from': {'type': 'version', 'default': '6.18',
-                      'description': 'First kernel version whose pwm-ir-tx sends nothing.'},
-    'fixed_in': {'type': 'version', 'default': None,
-                 'description': 'First kernel version with the fix; unset while upstream has none.'},
-}
 
-PWM_OVERLAY = 'pwm-ir-tx'
-GPIO_OVERLAY = 'gpio-ir-tx'
-# The overlays' parameters, their __overrides__ (raspberrypi/linux arch/arm/boot/dts/overlays/
-# pwm-ir-tx-overlay.dts and gpio-ir-tx-overlay.dts); both default to pin 18 (brcm,pins = <18>).
-PWM_PARAMS = ('gpio_pin', 'func')
-GPIO_PARAMS = ('gpio_pin', 'invert')
-PWM_DEFAULT_PIN = '18'
-PWM_PIN_DEFAULT_SOURCE = "pwm-ir-tx's default (pwm-ir-tx-overlay.dts: brcm,pins = <18>)"
-GPIO_PIN_DEFAULT_SOURCE = "gpio-ir-tx's default (gpio-ir-tx-overlay.dts: brcm,pins = <18>)"
 CONFIG_CANDIDATES = ('/boot/firmware/config.txt', '/boot/config.txt')
-MODULE_DIRS = ('/lib/modules', '/usr/lib/modules')
-
-_SELF = sys.modules[__name__]
-
-
-def is_gpio_number(pin):
-    text = pin if isinstance(pin, str) else ''
-    return 0 < len(text) <= 3 and all(c in '0123456789' for c in text)
 
 
 def parse_range(settings):
@@ -148,18 +100,59 @@ def find_config(ctx):
     return None
 
 
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
-    parse_range(settings)  # a setting that is no kernel version is an error on every host, Pi or not
+def _first_question(ctx, detection, settings):
+    kernel_range = parse_range(settings)  # a setting that is no kernel version is an error on every host, Pi or not
     config_rel = find_config(ctx)
     model = read_model(ctx)
     transmitters, tx_problems = registered_transmitters(ctx) if ctx.live else ([], None)
     if not config_rel and not transmitters:
         # Not a Pi: kernel ranges would only suggest it is affected by something it cannot have.
         return make_finding(
-            _SELF, 'not_applicable',
+            detection, 'not_applicable',
             'No Raspberry Pi boot config (%s) and no IR transmitter registered.' % ' or '.join(CONFIG_CANDIDATES),
             evidence={'root': ctx.root, 'config': None, 'board_model': model})
+    return Found(kernel_range=kernel_range, config_rel=config_rel, model=model, transmitters=transmitters,
+                 tx_problems=tx_problems)
+
+
+def _verdict():
     # A boot config or a transmitter: the config parser and the verdict are loaded only now.
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import pi_ir_tx as verdict
-    return verdict.judge(ctx, settings, config_rel, model, transmitters, tx_problems)
+    return verdict
+
+
+DETECTION = Detection(
+    'pi_ir_tx',
+    group='pi',
+    title='Raspberry Pi IR transmitter on pwm-ir-tx sends nothing on kernel 6.18+',
+    # Reads config.txt and /lib/modules, so an SD-card image can be audited too.
+    applies={'image': True, 'binary': None, 'root': None},
+    references=[
+        'https://github.com/raspberrypi/linux/issues/7678',
+        'media: pwm-ir-tx: Avoid direct access to hrtimer clockbase (commit 44d7fb8acdf8, first in v6.18)',
+    ],
+    remediation=make_remediation(
+        role='homelab.postmortem.pi_ir_tx',
+        role_vars={'pi_ir_tx_reboot': True},
+        manual=[
+            'Where config.txt loads it (the file and line the finding names; include files too), replace '
+            'dtoverlay=pwm-ir-tx[,gpio_pin=N][,func=F] with dtoverlay=gpio-ir-tx,gpio_pin=N (same pin; both default '
+            'to 18) and remove func from dtparam= lines after it.',
+            'Reboot, then check that the transmitter is registered by gpio-ir-tx (/sys/class/rc/rc*/uevent).',
+        ],
+        disruption='reboot',
+    ),
+    # ir_tx_trace sends a 30 ms test code through each transmitter and reads the
+    # kernel trace of what the hardware was told to do (see ir_trace.py).
+    probes=('ir_tx_trace',),
+    # The upper bound is not known until a fixed kernel ships; users can set it
+    # (or narrow the range) without a new release of the collection.
+    settings={
+        'affected_from': {'type': 'version', 'default': '6.18',
+                          'description': 'First kernel version whose pwm-ir-tx sends nothing.'},
+        'fixed_in': {'type': 'version', 'default': None,
+                     'description': 'First kernel version with the fix; unset while upstream has none.'},
+    },
+    question=_first_question,
+    verdict=_verdict,
+)

@@ -21,45 +21,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import sys
-
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding, make_remediation, worst_instance
-
-ID = 'podman_export_idmap'
-GROUP = 'podman'
-# The module user's own containers need no root; other users' (setting users) do.
-APPLIES = {'image': False, 'binary': 'podman', 'root': None}
-TITLE = 'podman export and podman cp of an ID-mapped container write every owner shifted, exit 0'
-REFERENCES = [
-    'https://github.com/containers/podman/issues/29856',
-    'https://github.com/containers/podman/pull/29899',
-]
-REMEDIATION = make_remediation(
-    module='homelab.postmortem.podman_safe_export',
-    manual=[
-        'Export through a commit: homelab.postmortem.podman_safe_export (commit, create a plain container '
-        'from the image, export that, check the owners, remove the temporaries).',
-        'By hand: podman commit CTR tmp-export; c=$(podman create tmp-export); podman export "$c" > CTR.tar; '
-        'podman rm "$c"; podman rmi tmp-export.',
-        'Check any archive before trusting it: tar tvf CTR.tar etc/passwd must show 0/0.',
-        'An archive already made this way cannot be fixed by adding an offset; export it again through a commit.',
-    ],
-    disruption='none',
-)
-PROBES = ('export_owners',)
-SETTINGS = {
-    'users': {'type': 'list', 'elements': 'str', 'default': [],
-              'description': 'Users whose rootless containers are checked besides the one the module runs as (needs root).'},
-    'probe_max_containers': {'type': 'int', 'default': 5, 'min': 0, 'max': 1000,
-                             'description': 'Containers the export_owners probe exports per user.'},
-    'probe_timeout': {'type': 'int', 'default': 60, 'min': 1, 'max': 3600,
-                      'description': 'Seconds one probe export may take.'},
-    'probe_max_bytes': {'type': 'int', 'default': 512 * 1024 * 1024, 'min': 1024, 'max': 64 * 1024 * 1024 * 1024,
-                        'description': 'Bytes of one export the probe reads at most.'},
-}
-
-_SELF = sys.modules[__name__]
 
 
 def _container_instance(cli, container, settings, probe_budget):
@@ -133,8 +97,9 @@ def _user_instances(ctx, cli, settings):
     return found, summary
 
 
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
+def _judge_each_user(ctx, detection, settings):
+    # Its first question (podman ps, per user) is asked inside the per-user loop: the question is the whole
+    # detection, and there is no verdict to load.
     clis = podman.users_to_check(ctx, settings.get('users'))
     instances, users = [], []
     for cli in clis:
@@ -148,7 +113,7 @@ def detect(ctx):
             users.append(summary)
     evidence = {'users': users, 'probe': 'export_owners' in ctx.probes}
     if not any(u['containers'] for u in users) and all(i['status'] == 'ok' for i in instances):
-        return make_finding(_SELF, 'not_applicable', 'No containers for %s.' % ', '.join(c.label for c in clis),
+        return make_finding(detection, 'not_applicable', 'No containers for %s.' % ', '.join(c.label for c in clis),
                             evidence=evidence)
     counts = {}
     for i in instances:
@@ -166,4 +131,41 @@ def detect(ctx):
     others = ', '.join('%d %s' % (n, s) for s, n in sorted(counts.items()) if s not in ('affected', 'at_risk'))
     summary += ' (%d checked%s).' % (len(instances), '; ' + others if others else '')
     evidence['mapped_containers'] = sum(u['mapped'] for u in users)
-    return make_finding(_SELF, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)
+
+
+DETECTION = Detection(
+    'podman_export_idmap',
+    group='podman',
+    title='podman export and podman cp of an ID-mapped container write every owner shifted, exit 0',
+    # The module user's own containers need no root; other users' (setting users) do.
+    applies={'image': False, 'binary': 'podman', 'root': None},
+    references=[
+        'https://github.com/containers/podman/issues/29856',
+        'https://github.com/containers/podman/pull/29899',
+    ],
+    remediation=make_remediation(
+        module='homelab.postmortem.podman_safe_export',
+        manual=[
+            'Export through a commit: homelab.postmortem.podman_safe_export (commit, create a plain container '
+            'from the image, export that, check the owners, remove the temporaries).',
+            'By hand: podman commit CTR tmp-export; c=$(podman create tmp-export); podman export "$c" > CTR.tar; '
+            'podman rm "$c"; podman rmi tmp-export.',
+            'Check any archive before trusting it: tar tvf CTR.tar etc/passwd must show 0/0.',
+            'An archive already made this way cannot be fixed by adding an offset; export it again through a commit.',
+        ],
+        disruption='none',
+    ),
+    probes=('export_owners',),
+    settings={
+        'users': {'type': 'list', 'elements': 'str', 'default': [],
+                  'description': 'Users whose rootless containers are checked besides the one the module runs as (needs root).'},
+        'probe_max_containers': {'type': 'int', 'default': 5, 'min': 0, 'max': 1000,
+                                 'description': 'Containers the export_owners probe exports per user.'},
+        'probe_timeout': {'type': 'int', 'default': 60, 'min': 1, 'max': 3600,
+                          'description': 'Seconds one probe export may take.'},
+        'probe_max_bytes': {'type': 'int', 'default': 512 * 1024 * 1024, 'min': 1024, 'max': 64 * 1024 * 1024 * 1024,
+                            'description': 'Bytes of one export the probe reads at most.'},
+    },
+    question=_judge_each_user,
+)

@@ -19,42 +19,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import sys
-
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection, Found
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 
-ID = 'podman_restart_userns'
-GROUP = 'podman'
-APPLIES = {'image': False, 'binary': 'podman', 'root': 'rootful containers and their events belong to root'}
-TITLE = 'Rootful podman restarts an ID-mapped container once on an AppArmor host, then gives up'
-REFERENCES = [
-    'https://github.com/containers/podman/issues/29925',
-    'https://docs.podman.io/en/latest/markdown/podman-systemd.unit.5.html',
-]
-REMEDIATION = make_remediation(
-    role='homelab.postmortem.podman_quadlet',
-    role_vars={'podman_quadlet_from_findings': True},
-    manual=[
-        'Let systemd do the restarting: convert the container to a Quadlet .container unit with the same '
-        'UIDMap=/GIDMap= and Restart=always in [Service] (the role homelab.postmortem.podman_quadlet does this).',
-        'Start a STUCK container again by hand (podman start NAME); it will stop again at its next exit until converted.',
-        'Trade-off, not a fix: --security-opt apparmor=unconfined removes the AppArmor confinement.',
-        'Create containers with podman --syslog so the cleanup failure reaches the journal.',
-    ],
-    disruption='restart',
-)
-PROBES = ()
-SETTINGS = {
-    'fixed_in': {'type': 'version', 'default': None,
-                 'description': 'First podman version with the fix; unset while upstream has none.'},
-}
 
-_SELF = sys.modules[__name__]
-
-
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
+def _first_question(ctx, detection, settings):
     cli = podman.cli_for(ctx)
     # podman ps first: without a container there is nothing to judge and nothing to ask podman.
     containers = cli.containers()
@@ -62,8 +32,43 @@ def detect(ctx):
     evidence = {'apparmor': apparmor_text, 'containers': len(containers)}
     if not containers:
         evidence.update(containers_with_restart_policy=0, podman_facts='not read: no container')
-        return make_finding(_SELF, 'not_applicable', 'No rootful container has a restart policy (0 container(s)).',
+        return make_finding(detection, 'not_applicable', 'No rootful container has a restart policy (0 container(s)).',
                             evidence=evidence)
+    return Found(cli=cli, containers=containers, enabled=enabled, apparmor_text=apparmor_text, evidence=evidence)
+
+
+def _verdict():
     # Containers to judge: the verdict is loaded only now.
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import podman_restart_userns as verdict
-    return verdict.judge(ctx, settings, cli, containers, enabled, apparmor_text, evidence)
+    return verdict
+
+
+DETECTION = Detection(
+    'podman_restart_userns',
+    group='podman',
+    title='Rootful podman restarts an ID-mapped container once on an AppArmor host, then gives up',
+    applies={'image': False, 'binary': 'podman', 'root': 'rootful containers and their events belong to root'},
+    references=[
+        'https://github.com/containers/podman/issues/29925',
+        'https://docs.podman.io/en/latest/markdown/podman-systemd.unit.5.html',
+    ],
+    remediation=make_remediation(
+        role='homelab.postmortem.podman_quadlet',
+        role_vars={'podman_quadlet_from_findings': True},
+        manual=[
+            'Let systemd do the restarting: convert the container to a Quadlet .container unit with the same '
+            'UIDMap=/GIDMap= and Restart=always in [Service] (the role homelab.postmortem.podman_quadlet does this).',
+            'Start a STUCK container again by hand (podman start NAME); it will stop again at its next exit until converted.',
+            'Trade-off, not a fix: --security-opt apparmor=unconfined removes the AppArmor confinement.',
+            'Create containers with podman --syslog so the cleanup failure reaches the journal.',
+        ],
+        disruption='restart',
+    ),
+    probes=(),
+    settings={
+        'fixed_in': {'type': 'version', 'default': None,
+                     'description': 'First podman version with the fix; unset while upstream has none.'},
+    },
+    question=_first_question,
+    verdict=_verdict,
+)

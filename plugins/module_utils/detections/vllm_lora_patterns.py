@@ -13,48 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import sys
-
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection, Found
 from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import install as vllm_install
-
-ID = 'vllm_lora_patterns'
-GROUP = 'vllm'
-# Adapter files can be read in an image; running servers only on a live host.
-APPLIES = {'image': True, 'binary': None, 'root': None}
-TITLE = "vLLM serves a LoRA adapter's modules at another scale than it was trained with"
-REFERENCES = [
-    'vllm/lora/peft_helper.py (PyPI wheels 0.6.4.post1 to 0.33.0): one scale before 0.32.0, '
-    'get_rank_and_scaling from 0.32.0',
-    'https://github.com/vllm-project/vllm/pull/11003 (PEFTHelper, 0.6.5) and '
-    'https://github.com/vllm-project/vllm/pull/6909 (rsLoRA, 0.7.0)',
-    'https://github.com/huggingface/peft/pull/873 (rank_pattern/alpha_pattern, PEFT 0.6.0); '
-    'peft/tuners/lora/model.py and peft/utils/other.py get_pattern_key (0.14.0, 0.15.0)',
-]
-REMEDIATION = make_remediation(
-    module='homelab.postmortem.vllm_lora_fold',
-    manual=[
-        'Fold each module\'s scale into lora_B with homelab.postmortem.vllm_lora_fold (writes a new adapter '
-        'directory that every vLLM and PEFT version serves at the trained scale), then point vLLM at it.',
-        'Or upgrade vLLM to 0.32.0 or later, which honours rank_pattern and alpha_pattern.',
-    ],
-    disruption='none',
-)
-PROBES = ()
-SETTINGS = {
-    'adapter_paths': {'type': 'list', 'elements': 'str', 'default': [],
-                      'description': 'Directories to scan for PEFT adapters (an adapter folder or a tree of them), '
-                                     'besides the --lora-modules of running vLLM servers.'},
-    'vllm_prefixes': {'type': 'list', 'elements': 'str', 'default': [],
-                      'description': 'Python prefixes (virtualenvs) to look for vLLM in when no vLLM process runs.'},
-    'max_adapters': {'type': 'int', 'default': 500, 'min': 1, 'max': 100000,
-                     'description': 'Adapters read at most; the rest are counted as skipped.'},
-    'max_modules_listed': {'type': 'int', 'default': 10, 'min': 1, 'max': 10000,
-                           'description': 'Modules listed per adapter in the evidence (all are counted).'},
-}
-
-_SELF = sys.modules[__name__]
 
 
 def _lora_modules(process):
@@ -91,8 +53,7 @@ def _installs(ctx, settings, processes):
     return sorted(unique.values())
 
 
-def detect(ctx):
-    settings = ctx.settings_for(_SELF)
+def _first_question(ctx, detection, settings):
     processes, problems = vllm_install.processes(ctx)
     installs = _installs(ctx, settings, processes)
     used_by = {}
@@ -117,8 +78,53 @@ def detect(ctx):
     if problems:
         evidence['proc_problems'] = problems[:20]
     if not paths and not walk_problems:
-        return make_finding(_SELF, 'not_applicable', 'No PEFT adapter found (setting adapter_paths, --lora-modules).',
+        return make_finding(detection, 'not_applicable', 'No PEFT adapter found (setting adapter_paths, --lora-modules).',
                             evidence=evidence)
+    return Found(processes=processes, installs=installs, used_by=used_by, paths=paths, walk_problems=walk_problems,
+                 skipped=skipped, evidence=evidence)
+
+
+def _verdict():
     # Adapters to judge: PEFT's and vLLM's rules are loaded only now.
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import vllm_lora_patterns as verdict
-    return verdict.judge(ctx, settings, processes, installs, used_by, paths, walk_problems, skipped, evidence)
+    return verdict
+
+
+DETECTION = Detection(
+    'vllm_lora_patterns',
+    group='vllm',
+    title="vLLM serves a LoRA adapter's modules at another scale than it was trained with",
+    # Adapter files can be read in an image; running servers only on a live host.
+    applies={'image': True, 'binary': None, 'root': None},
+    references=[
+        'vllm/lora/peft_helper.py (PyPI wheels 0.6.4.post1 to 0.33.0): one scale before 0.32.0, '
+        'get_rank_and_scaling from 0.32.0',
+        'https://github.com/vllm-project/vllm/pull/11003 (PEFTHelper, 0.6.5) and '
+        'https://github.com/vllm-project/vllm/pull/6909 (rsLoRA, 0.7.0)',
+        'https://github.com/huggingface/peft/pull/873 (rank_pattern/alpha_pattern, PEFT 0.6.0); '
+        'peft/tuners/lora/model.py and peft/utils/other.py get_pattern_key (0.14.0, 0.15.0)',
+    ],
+    remediation=make_remediation(
+        module='homelab.postmortem.vllm_lora_fold',
+        manual=[
+            'Fold each module\'s scale into lora_B with homelab.postmortem.vllm_lora_fold (writes a new adapter '
+            'directory that every vLLM and PEFT version serves at the trained scale), then point vLLM at it.',
+            'Or upgrade vLLM to 0.32.0 or later, which honours rank_pattern and alpha_pattern.',
+        ],
+        disruption='none',
+    ),
+    probes=(),
+    settings={
+        'adapter_paths': {'type': 'list', 'elements': 'str', 'default': [],
+                          'description': 'Directories to scan for PEFT adapters (an adapter folder or a tree of them), '
+                                         'besides the --lora-modules of running vLLM servers.'},
+        'vllm_prefixes': {'type': 'list', 'elements': 'str', 'default': [],
+                          'description': 'Python prefixes (virtualenvs) to look for vLLM in when no vLLM process runs.'},
+        'max_adapters': {'type': 'int', 'default': 500, 'min': 1, 'max': 100000,
+                         'description': 'Adapters read at most; the rest are counted as skipped.'},
+        'max_modules_listed': {'type': 'int', 'default': 10, 'min': 1, 'max': 10000,
+                               'description': 'Modules listed per adapter in the evidence (all are counted).'},
+    },
+    question=_first_question,
+    verdict=_verdict,
+)

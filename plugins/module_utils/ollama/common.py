@@ -5,8 +5,9 @@
 
 The audit imports every detection on every host, every run, and each module it imports is
 compiled from the payload there: the settings and the "is anything listening" answer live here,
-and ``ollama.api`` (the client, the field checks, the version rules) is loaded only when
-something accepts a connection at the configured address.
+and ``ollama.api`` (the client, the field checks, the version rules) is loaded, by the verdicts, only
+when something accepts a connection at the configured address. ``ollama.api`` imports this module,
+never the reverse.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +15,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Found
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding
 
 COMMON_SETTINGS = {
@@ -31,20 +33,10 @@ def nothing_answers(detection, settings):
                         evidence={'url': settings['url']})
 
 
-def nothing_listens(ctx, detection, settings):
-    """nothing_answers(...) when nothing accepts a TCP connection at the URL, else None (then
-    ollama.api.connect decides, as it always did). Asked once per run and address."""
+def first_question(ctx, detection, settings):
+    """Every ollama_* detection's first question: nothing_answers(...) when nothing accepts a TCP connection at
+    the URL, else Found() (then the verdict's ollama.api.connect decides). Asked once per run and address."""
     key = ('ollama-accepts', settings['url'], settings['timeout'])
     if ctx.shared(key, lambda: loopback_http.accepts_connections(settings['url'], settings['timeout'])):
-        return None
+        return Found()
     return nothing_answers(detection, settings)
-
-
-def connect(ctx, detection, settings):
-    """ollama.api.connect's (server, None) or (None, the finding that ends the detection), with the
-    Ollama client loaded only when something accepts a connection at the URL."""
-    nothing = nothing_listens(ctx, detection, settings)
-    if nothing is not None:
-        return None, nothing
-    from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
-    return ollama_api.connect(ctx, detection, settings)

@@ -180,7 +180,7 @@ def affected_models(url, timeout):
     from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
     limit = ollama_common.COMMON_SETTINGS['timeout']['max']
     settings = registry.validate_settings({'ollama_gemma4_renderer': {'url': url, 'timeout': min(timeout, limit)}})
-    finding = registry.run_one(AuditContext(settings=settings), ollama_gemma4_renderer)
+    finding = registry.run_one(AuditContext(settings=settings), ollama_gemma4_renderer.DETECTION)
     if finding['status'] in ('error', 'unknown'):
         raise FixFailed('the detection could not read Ollama: %s' % finding['summary'])
     return [i['evidence']['model'] for i in finding['evidence'].get('instances', []) if i['status'] == 'affected']

@@ -34,7 +34,7 @@ __metaclass__ = type
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections.pi_ir_tx import (
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi.ir_overlays import (
     GPIO_OVERLAY, GPIO_PARAMS, PWM_DEFAULT_PIN, PWM_OVERLAY, PWM_PARAMS, PWM_PIN_DEFAULT_SOURCE, is_gpio_number)
 
 DROPPED_PARAMS = ('func',)

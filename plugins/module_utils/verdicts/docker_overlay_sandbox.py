@@ -21,7 +21,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.docker import d
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import netns as docker_netns
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import overlay_evidence as codes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import docker_overlay_sandbox as DETECTION
 
 # Task errors of a start that failed during network setup: each may have taken a join off the count.
 NETWORK_SETUP_ERRORS = re.compile(r'endpoint join|failed to set up container networking|port is already allocated|'
@@ -425,11 +424,10 @@ def _exec_root_evidence(evidence, assumed, per_network):
                         exec_root_from='%s; no running container showed it by its sandbox key' % assumed['from'])
 
 
-def judge(ctx):
-    settings = ctx.settings_for(DETECTION)
+def judge(ctx, detection, settings):
     path = docker_api.socket_path(settings['socket'])
     if not os.path.exists(path):
-        return make_finding(DETECTION, 'not_applicable', 'No Docker daemon socket at %s.' % path)
+        return make_finding(detection, 'not_applicable', 'No Docker daemon socket at %s.' % path)
     api = docker_api.DockerApi(path, settings['api_timeout'])
     engine = _engine(api, settings)
     assumed = _assumed_exec_root(ctx, settings, path)
@@ -437,7 +435,7 @@ def judge(ctx):
     evidence = dict(engine, socket=path, probe='overlay_ping' in ctx.probes)
     if not networks and not unreadable:
         _exec_root_evidence(evidence, assumed, [])
-        return make_finding(DETECTION, 'not_applicable', 'No overlay network on this daemon (swarm %s).' % engine['swarm'],
+        return make_finding(detection, 'not_applicable', 'No overlay network on this daemon (swarm %s).' % engine['swarm'],
                             evidence=evidence)
     instances, per_network = list(unreadable), []
     failed = {}
@@ -467,7 +465,7 @@ def judge(ctx):
     evidence['networks'] = per_network
     _exec_root_evidence(evidence, assumed, [n for n in per_network if 'netns_dir' in n])
     if not instances:
-        return make_finding(DETECTION, 'not_applicable', 'No container on this node is attached to an overlay network.',
+        return make_finding(detection, 'not_applicable', 'No container on this node is attached to an overlay network.',
                             evidence=evidence)
     cut = [i for i in instances if i['status'] == 'affected']
     risky = [i for i in instances if i['status'] == 'at_risk']
@@ -483,4 +481,4 @@ def judge(ctx):
             unsure[0]['summary'])
     else:
         summary = 'Every running container on %d overlay network(s) has its sandbox and a carrier.' % len(per_network)
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

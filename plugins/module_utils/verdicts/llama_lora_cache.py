@@ -14,7 +14,6 @@ __metaclass__ = type
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, make_finding
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache as DETECTION
 
 
 def paths_at_risk(cache_ram, caching):
@@ -40,8 +39,7 @@ def _risk_summary(name, adapters, cache_ram, cache_ram_source, caching_source, r
             'computed under the old scale (--no-cache-prompt closes it).' % (count, caching))
 
 
-def _instance(ctx, inst):
-    settings = ctx.settings_for(DETECTION)
+def _instance(ctx, settings, inst):
     forced = settings['clients_force_cache_prompt']
     supervision = []
 
@@ -105,15 +103,15 @@ def _probe(inst, evidence, settings, init_without_apply, risks, summary):
     return 'at_risk', '%s (probe: %s)' % (summary, note or 'no verdict'), exposed
 
 
-def judge(ctx, settings):
+def judge(ctx, detection, settings):
     found, evidence = llama_server.instances(ctx, settings.get('preset_paths'))
-    instances = [i if isinstance(i, dict) else _instance(ctx, i) for i in found]
+    instances = [i if isinstance(i, dict) else _instance(ctx, settings, i) for i in found]
     evidence['probe_requested'] = 'lora_cache' in ctx.probes
     if not instances:
-        return make_finding(DETECTION, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
+        return make_finding(detection, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
     worst = sorted(instances, key=lambda i: STATUS_RANK[i['status']])[-1]
     if worst['status'] == 'ok':
         summary = 'No llama-server instance reuses KV across a LoRA scale change.'
     else:
         summary = worst['summary']
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

@@ -14,7 +14,6 @@ __metaclass__ = type
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, worst_instance
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race as DETECTION
 
 # --sleep-idle-seconds has no environment variable (arg.cpp l.3820-3828 sets none): a server started
 # with this one never slept (measured), so it is only a note.
@@ -67,13 +66,13 @@ def _instance(ctx, inst):
     return llama_server.judge(inst, judge_config)
 
 
-def judge(ctx, settings):
+def judge(ctx, detection, settings):
     found, evidence = llama_server.instances(ctx, settings.get('preset_paths'))
     instances = [i if isinstance(i, dict) else _instance(ctx, i) for i in found]
     if not ctx.live:
         evidence['note'] = 'image audit (root=%s): no processes to read; only listed preset files were checked' % ctx.root
     if not instances:
-        return make_finding(DETECTION, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
+        return make_finding(detection, 'not_applicable', 'No llama-server process or router preset found.', evidence=evidence)
     risky = [i for i in instances if i['status'] == 'at_risk']
     if risky:
         unrestarted = [i for i in risky if (i['evidence'].get('supervisor') or {}).get('crash_restarted') is False]
@@ -84,4 +83,4 @@ def judge(ctx, settings):
     else:
         worst = worst_instance([i for i in instances if i['status'] != 'ok'])
         summary = worst['summary'] if worst else 'Sleep mode is off on all %d llama-server instance(s).' % len(instances)
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

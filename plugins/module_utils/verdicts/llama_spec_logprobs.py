@@ -15,7 +15,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, worst_instance
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs as DETECTION
 
 
 # the rules llama_config.speculation reads
@@ -71,15 +70,15 @@ def _probe(inst, entry):
         entry['summary'] = '%s (probe: %s)' % (entry['summary'], measured.get('reason'))
 
 
-def judge(ctx):
+def judge(ctx, detection, settings):
     found, evidence = llama_server.instances(ctx)
     instances = [i if isinstance(i, dict) else _instance(ctx, i) for i in found]
     evidence['probe_requested'] = 'spec_logprobs' in ctx.probes
     if not instances:
-        return make_finding(DETECTION, 'not_applicable', 'No llama-server process found.', evidence=evidence)
+        return make_finding(detection, 'not_applicable', 'No llama-server process found.', evidence=evidence)
     bad = [i for i in instances if i['status'] != 'ok']
     worst = worst_instance(bad)
     summary = worst['summary'] if worst else 'No llama-server instance speculates.'
     if len(bad) > 1:
         summary = '%d of %d llama-server instances: %s' % (len(bad), len(instances), summary)
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

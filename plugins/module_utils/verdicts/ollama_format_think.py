@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ollama_format_think's verdict: the code that judges what the detection's first question found.
 
-detections/ollama_format_think.py imports it only when that question found something (docs/architecture.md,
+detections/ollama_format_think.py loads it only when that question found something (docs/architecture.md,
 "A detection's two files").
 """
 
@@ -16,7 +16,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_format_think as DETECTION
 
 AFFECTED_FROM = '0.12.4-rc7'   # the first tag with 77060d462 (v0.12.4-rc0 to rc6 do not have it)
 NATIVE_PATH_FROM = '0.30.0-rc0'
@@ -98,23 +97,26 @@ def _model_instance(ctx, server, model, settings, budget, setting):
                     'thinking is not held to the schema.' % (name, where), evidence)
 
 
-def judge(ctx, server, settings):
+def judge(ctx, detection, settings):
+    server, early = ollama_api.connect(ctx, detection, settings)
+    if early:
+        return early  # nothing that answers as Ollama, or a version that does not parse
     evidence = dict(server.evidence(), probe='format_think' in ctx.probes)
     version = server.version
     fixed_in = None
     if settings.get('fixed_in'):
         fixed_in = ollama_version.setting_tag(settings['fixed_in'])
         if fixed_in is None:
-            return make_finding(DETECTION, 'error', 'Setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or '
+            return make_finding(detection, 'error', 'Setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or '
                                 '0.35.0-rc2).' % (settings['fixed_in'],), evidence=evidence)
     for first, change in ((AFFECTED_FROM, 'PR 12460'), (fixed_in, 'the fix (setting fixed_in)')):
         if first and version.has(first) is None:
-            return make_finding(DETECTION, 'unknown', '%s.' % ollama_version.undecided(version, first, change), evidence=evidence)
+            return make_finding(detection, 'unknown', '%s.' % ollama_version.undecided(version, first, change), evidence=evidence)
     if not version.has(AFFECTED_FROM):
-        return make_finding(DETECTION, 'ok', 'Ollama %s applies the format from the first token: the pass that waits for '
+        return make_finding(detection, 'ok', 'Ollama %s applies the format from the first token: the pass that waits for '
                             'thinking came with v0.12.4-rc7 (PR 12460).' % server.version_text, evidence=evidence)
     if fixed_in and version.has(fixed_in):
-        return make_finding(DETECTION, 'ok', 'Ollama %s is at or after fixed_in %s.' % (server.version_text, settings['fixed_in']),
+        return make_finding(detection, 'ok', 'Ollama %s is at or after fixed_in %s.' % (server.version_text, settings['fixed_in']),
                             evidence=evidence)
     setting = chat_path.go_template_setting(ctx) if version.has(NATIVE_PATH_FROM) is not False else None
     if setting is not None:
@@ -124,7 +126,7 @@ def judge(ctx, server, settings):
     instances = ollama_api.judge_models(
         server, local, lambda model: _model_instance(ctx, server, model, settings, budget, setting))
     if not instances:
-        return make_finding(DETECTION, 'not_applicable', 'No local thinking model on Ollama %s.' % server.version_text,
+        return make_finding(detection, 'not_applicable', 'No local thinking model on Ollama %s.' % server.version_text,
                             evidence=evidence)
     bad = [i for i in instances if i['status'] == 'affected']
     risky = [i for i in instances if i['status'] == 'at_risk']
@@ -138,4 +140,4 @@ def judge(ctx, server, settings):
     else:
         summary = ollama_api.worst_summary(instances, 'No thinking model reaches the pass that waits for thinking on '
                                                       'Ollama %s.' % server.version_text)
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

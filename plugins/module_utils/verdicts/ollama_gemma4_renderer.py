@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ollama_gemma4_renderer's verdict: the code that judges what the detection's first question found.
 
-detections/ollama_gemma4_renderer.py imports it only when that question found something (docs/architecture.md,
+detections/ollama_gemma4_renderer.py loads it only when that question found something (docs/architecture.md,
 "A detection's two files").
 """
 
@@ -16,7 +16,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer as DETECTION
 
 
 def _is_gemma4(details):
@@ -81,20 +80,23 @@ def _model_instance(server, short, rules):
                     % (name, size, size_from, resolved, how), evidence)
 
 
-def judge(ctx, server, settings):
+def judge(ctx, detection, settings):
+    server, early = ollama_api.connect(ctx, detection, settings)
+    if early:
+        return early  # nothing that answers as Ollama, or a version that does not parse
     evidence = server.evidence()
     if settings.get('fixed_in') and ollama_version.setting_tag(settings['fixed_in']) is None:
-        return make_finding(DETECTION, 'error', 'Setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or '
+        return make_finding(detection, 'error', 'Setting fixed_in %r is not an Ollama release or rc (like 0.35.0 or '
                             '0.35.0-rc2).' % (settings['fixed_in'],), evidence=evidence)
     rules, problem = gemma4.rule_set(server.version, settings.get('fixed_in'))
     if rules is None:
-        return make_finding(DETECTION, 'unknown', '%s.' % problem, evidence=evidence)
+        return make_finding(detection, 'unknown', '%s.' % problem, evidence=evidence)
     evidence.update(rule_set=rules['name'], rule_source=rules['source'])
     instances = ollama_api.judge_models(server, server.models, lambda short: _model_instance(server, short, rules))
     relevant = [i for i in instances if i['status'] != 'not_applicable']
     version_text = server.version_text
     if not relevant:
-        return make_finding(DETECTION, 'not_applicable', 'No local Gemma 4 model with a gemma4 renderer on Ollama %s '
+        return make_finding(detection, 'not_applicable', 'No local Gemma 4 model with a gemma4 renderer on Ollama %s '
                             '(%d model(s)).' % (version_text, server.total), evidence=evidence, instances=instances)
     bad = [i for i in relevant if i['status'] == 'affected']
     if bad:
@@ -103,4 +105,4 @@ def judge(ctx, server, settings):
     else:
         worst = worst_instance(relevant, among=('error', 'unknown'))
         summary = worst['summary'] if worst else 'Every Gemma 4 model resolves to the template of its size on Ollama %s.' % version_text
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

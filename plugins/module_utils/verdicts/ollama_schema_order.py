@@ -3,7 +3,7 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """ollama_schema_order's verdict: the code that judges what the detection's first question found.
 
-detections/ollama_schema_order.py imports it only when that question found something (docs/architecture.md,
+detections/ollama_schema_order.py loads it only when that question found something (docs/architecture.md,
 "A detection's two files").
 """
 
@@ -17,7 +17,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import chat_path
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_schema_order as DETECTION
 
 SCHEMA_FORMAT_FROM = '0.5.0-rc1'   # 630e7dc6f (PR 7900): format may be a schema; before it, a string
 RESORT_FIXED_IN = '0.5.2'          # 9039c821a (#8002) and 18f6a98bd (#8055); v0.5.2-rc0 to rc3 have neither
@@ -47,7 +46,7 @@ def _probe(server, settings, model):
     return keys, {'keys': keys, 'reply': content[:200]}
 
 
-def _model_instance(ctx, server, model, setting, probe_budget):
+def _model_instance(ctx, server, settings, model, setting, probe_budget):
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.renderer import stored_directives
     name = 'model %s' % model
     show = server.show(model)
@@ -71,11 +70,11 @@ def _model_instance(ctx, server, model, setting, probe_budget):
     if path == chat_path.NATIVE:
         return instance(name, 'affected', '%s takes the native chat path (%s): every schema sent to it reaches '
                         'llama-server with its keys sorted.' % (name, why), evidence)
-    wanted = ctx.settings_for(DETECTION)['probe_models']
+    wanted = settings['probe_models']
     if 'schema_order' in ctx.probes and probe_budget[0] > 0 and (not wanted or model in wanted):
         probe_budget[0] -= 1
         try:
-            keys, measured = _probe(server, ctx.settings_for(DETECTION), model)
+            keys, measured = _probe(server, settings, model)
         except loopback_http.ProbeFailure as exc:
             evidence['probe'] = {'error': str(exc)}
             return instance(name, exc.finding_status, '%s: the probe failed: %s' % (name, exc), evidence)
@@ -90,7 +89,7 @@ def _model_instance(ctx, server, model, setting, probe_budget):
                     evidence)
 
 
-def _by_version(server, evidence):
+def _by_version(detection, server, evidence):
     """The finding when the version alone decides, else None."""
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
     version, text = server.version, server.version_text
@@ -98,33 +97,36 @@ def _by_version(server, evidence):
                           (RESORT_FIXED_IN, 'the key-order fixes #8002 and #8055'),
                           (NATIVE_PATH_FROM, 'the native chat path')):
         if version.has(first) is None:
-            return make_finding(DETECTION, 'unknown', '%s.' % ollama_version.undecided(version, first, change), evidence=evidence)
+            return make_finding(detection, 'unknown', '%s.' % ollama_version.undecided(version, first, change), evidence=evidence)
     if not version.has(SCHEMA_FORMAT_FROM):
-        return make_finding(DETECTION, 'ok', 'Ollama %s takes format only as "json" (schemas came with v0.5.0-rc1): no key '
+        return make_finding(detection, 'ok', 'Ollama %s takes format only as "json" (schemas came with v0.5.0-rc1): no key '
                             'order to lose.' % text, evidence=evidence)
     if not version.has(RESORT_FIXED_IN):
-        return make_finding(DETECTION, 'affected', 'Ollama %s decodes every schema into a struct whose properties are a Go '
+        return make_finding(detection, 'affected', 'Ollama %s decodes every schema into a struct whose properties are a Go '
                             'map (llm/server.go @ v0.5.0 l.749-760, llama/llama.go l.706-712): keys come back sorted for '
                             'every model (%d here). Upgrade to 0.5.2 or later (#8002, #8055).' % (text, server.total),
                             evidence=evidence)
     if not version.has(NATIVE_PATH_FROM):
-        return make_finding(DETECTION, 'ok', 'Ollama %s has no native chat path (it came with v0.30.0-rc0): every schema '
+        return make_finding(detection, 'ok', 'Ollama %s has no native chat path (it came with v0.30.0-rc0): every schema '
                             'reaches the grammar as sent.' % text, evidence=evidence)
     return None
 
 
-def judge(ctx, server, settings):
+def judge(ctx, detection, settings):
+    server, early = ollama_api.connect(ctx, detection, settings)
+    if early:
+        return early  # nothing that answers as Ollama, or a version that does not parse
     evidence = dict(server.evidence(), probe='schema_order' in ctx.probes)
-    decided = _by_version(server, evidence)
+    decided = _by_version(detection, server, evidence)
     if decided:
         return decided
     setting = chat_path.go_template_setting(ctx)
     evidence['ollama_go_template'] = setting.evidence()
     local = ollama_api.local_models(server, evidence, runs_there='the chat path')
     budget = [settings['probe_max_models']]
-    instances = ollama_api.judge_models(server, local, lambda model: _model_instance(ctx, server, model, setting, budget))
+    instances = ollama_api.judge_models(server, local, lambda model: _model_instance(ctx, server, settings, model, setting, budget))
     if not instances:
-        return make_finding(DETECTION, 'not_applicable', 'Ollama %s has no local models.' % server.version_text, evidence=evidence)
+        return make_finding(detection, 'not_applicable', 'Ollama %s has no local models.' % server.version_text, evidence=evidence)
     bad = [i for i in instances if i['status'] == 'affected']
     risky = [i for i in instances if i['status'] == 'at_risk']
     if bad:
@@ -136,4 +138,4 @@ def judge(ctx, server, settings):
     else:
         summary = ollama_api.worst_summary(instances, 'No model takes the native chat path on Ollama %s.'
                                            % server.version_text)
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

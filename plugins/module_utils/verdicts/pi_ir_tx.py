@@ -17,10 +17,11 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
     instance, make_finding, make_remediation)
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx as DETECTION
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections.pi_ir_tx import (
-    GPIO_OVERLAY, GPIO_PARAMS, GPIO_PIN_DEFAULT_SOURCE, MODULE_DIRS, PWM_DEFAULT_PIN, PWM_OVERLAY, PWM_PARAMS,
-    PWM_PIN_DEFAULT_SOURCE, REMEDIATION)
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi.ir_overlays import (
+    GPIO_OVERLAY, GPIO_PARAMS, GPIO_PIN_DEFAULT_SOURCE, PWM_DEFAULT_PIN, PWM_OVERLAY, PWM_PARAMS,
+    PWM_PIN_DEFAULT_SOURCE, is_gpio_number)
+
+MODULE_DIRS = ('/lib/modules', '/usr/lib/modules')
 
 
 def _describe_range(settings):
@@ -115,8 +116,8 @@ def _describe_place(overlay, evidence):
 class _Kernels(object):
     """The running and next-boot kernels and whether each is in the affected range."""
 
-    def __init__(self, ctx, settings):
-        self.first, self.fixed = DETECTION.parse_range(settings)
+    def __init__(self, ctx, settings, kernel_range):
+        self.first, self.fixed = kernel_range
         self.range_text = _describe_range(settings)
         self.installed = installed_kernels(ctx)
         self.running = ctx.kernel_release if ctx.live else None
@@ -162,7 +163,7 @@ def _overlay_instance(overlay, board, kernels, pwm_running):
         return None
     name = 'dtoverlay=%s at %s' % (overlay.name, overlay.line.location())
     pin = line_evidence['pin']
-    if not DETECTION.is_gpio_number(pin):
+    if not is_gpio_number(pin):
         return instance(name, 'error', '%s: gpio_pin=%r (set at %s) is not a GPIO number; the overlay cannot load '
                         'as written.' % (name, pin, line_evidence['pin_set_at']), line_evidence)
     if board:
@@ -205,8 +206,8 @@ def _summary(instances, kernels, pwm_tx, overlays):
     return 'IR transmitters are not affected (%s).' % '; '.join(i['summary'] for i in instances[:2])
 
 
-def judge(ctx, settings, config_rel, model, transmitters, tx_problems):
-    kernels = _Kernels(ctx, settings)
+def judge(ctx, detection, settings, kernel_range, config_rel, model, transmitters, tx_problems):
+    kernels = _Kernels(ctx, settings, kernel_range)
     board = rpi_config.board_from_model(model)
     pwm_tx = [t for t in transmitters if t['driver'] == PWM_OVERLAY]
     gpio_tx = [t for t in transmitters if t['driver'] == GPIO_OVERLAY]
@@ -231,7 +232,7 @@ def judge(ctx, settings, config_rel, model, transmitters, tx_problems):
         # The role fixes the image the audit read: its pi_ir_tx_root defaults to the user's postmortem_root
         # (the controller never takes a path from a finding).
         fix = make_remediation(role='homelab.postmortem.pi_ir_tx',
-                               manual=REMEDIATION['manual'][:1], disruption='none')
+                               manual=detection.REMEDIATION['manual'][:1], disruption='none')
     else:
         fix = None
     overlays = []
@@ -248,7 +249,7 @@ def judge(ctx, settings, config_rel, model, transmitters, tx_problems):
         if found is not None:
             instances.append(found)
     if not instances:
-        return make_finding(DETECTION, 'not_applicable',
+        return make_finding(detection, 'not_applicable',
                             'No IR transmitter is configured or registered.', evidence=evidence)
-    return make_finding(DETECTION, 'ok', _summary(instances, kernels, pwm_tx, overlays), evidence=evidence, instances=instances,
+    return make_finding(detection, 'ok', _summary(instances, kernels, pwm_tx, overlays), evidence=evidence, instances=instances,
                         remediation=fix)

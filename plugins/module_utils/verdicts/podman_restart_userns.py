@@ -14,7 +14,6 @@ __metaclass__ = type
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import instance, make_finding
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns as DETECTION
 
 
 def _not_stopped_reason(container):
@@ -106,7 +105,7 @@ def _container_instance(cli, container, host):
                        container.policy_text), evidence)
 
 
-def judge(ctx, settings, cli, containers, enabled, apparmor_text, evidence):
+def judge(ctx, detection, settings, cli, containers, enabled, apparmor_text, evidence):
     facts = cli.facts()
     fixed_in = settings.get('fixed_in')
     version = hostio.version_tuple(facts['version'] or '')
@@ -127,7 +126,7 @@ def judge(ctx, settings, cli, containers, enabled, apparmor_text, evidence):
     evidence['containers_with_restart_policy'] = len(with_policy)
     instances = [_container_instance(cli, c, host) for c in with_policy]
     if not instances:
-        return make_finding(DETECTION, 'ok' if containers else 'not_applicable',
+        return make_finding(detection, 'ok' if containers else 'not_applicable',
                             'No rootful container has a restart policy (%d container(s)).' % len(containers),
                             evidence=evidence)
     stuck = [i for i in instances if i['status'] == 'affected']
@@ -144,4 +143,4 @@ def judge(ctx, settings, cli, containers, enabled, apparmor_text, evidence):
         summary = '%s of %d rootful container(s) with a restart policy.' % ('; '.join(parts), len(instances))
     else:
         summary = 'All %d rootful container(s) with a restart policy are running or were rightly left down.' % len(instances)
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

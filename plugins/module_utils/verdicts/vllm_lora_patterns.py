@@ -15,7 +15,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.errors import H
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_lora_patterns as DETECTION
 
 # What a host without vLLM is judged by: the last release that drops the patterns.
 WITHOUT_VLLM = (0, 31, 0)
@@ -100,7 +99,7 @@ def rule_name(version):
     return lora_scale.rule_name(version) + ('' if version >= lora_scale.RSLORA_SINCE else ', no rsLoRA')
 
 
-def judge(ctx, settings, processes, installs, used_by, paths, walk_problems, skipped, evidence):
+def judge(ctx, detection, settings, processes, installs, used_by, paths, walk_problems, skipped, evidence):
     instances = [instance('adapter path', 'error', 'Cannot read %s.' % p, {}) for p in walk_problems[:20]]
     max_ranks = dict((entry.pid, _max_lora_rank(entry)) for entry in processes)
     for index, path in enumerate(paths):
@@ -119,4 +118,4 @@ def judge(ctx, settings, processes, installs, used_by, paths, walk_problems, ski
     worst = sorted(instances, key=lambda i: STATUS_RANK[i['status']])[-1]
     summary = worst['summary'] if worst['status'] != 'ok' else (
         'Every adapter is served at its trained scales (%d adapters).' % len(paths))
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

@@ -18,7 +18,6 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.errors import H
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance, make_finding
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import install as vllm_install
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_weight_cache as DETECTION
 
 
 def _uid(process):
@@ -162,7 +161,7 @@ def _judge_pair(ctx, settings, engines, engine, daemon, engine_headers, daemon_h
                            '; '.join('%s cannot be compared (%s)' % (r[0], r[2]) for r in unknown[:3]))), evidence
 
 
-def judge(ctx, settings, daemons, engines, evidence):
+def judge(ctx, detection, settings, daemons, engines, evidence):
     sides, instances = {}, []
     for entry in daemons + engines:
         try:
@@ -200,4 +199,4 @@ def judge(ctx, settings, daemons, engines, evidence):
     worst = sorted(instances, key=lambda i: STATUS_RANK[i['status']])[-1]
     summary = worst['summary'] if worst['status'] != 'ok' else (
         'Every ipc_cache engine gets the weights of its own checkpoint (%d engines).' % len(engines))
-    return make_finding(DETECTION, 'ok', summary, evidence=evidence, instances=instances)
+    return make_finding(detection, 'ok', summary, evidence=evidence, instances=instances)

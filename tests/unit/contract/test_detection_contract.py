@@ -7,6 +7,7 @@ registry enforces, and a remediation in the one documented shape that points at
 a role or module that exists.
 """
 import ast
+import importlib
 import os
 import re
 
@@ -14,6 +15,7 @@ import pytest
 import yaml
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry, settings
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, REMEDIATION_KEYS
 
 from ..helpers.paths import REPO_ROOT, load_script
@@ -48,16 +50,20 @@ def test_every_file_in_detections_is_registered():
 
 @pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)
 def test_declarations(detection):
-    assert detection.__name__.endswith('.detections.%s' % detection.ID)
+    assert isinstance(detection, Detection)
+    module = importlib.import_module('ansible_collections.homelab.postmortem.plugins.module_utils.detections.%s' % detection.ID)
+    assert module.DETECTION is detection
+    # The Detection is handed to the question and the verdict: a module never looks itself up.
+    assert 'sys.modules[__name__]' not in read('plugins', 'module_utils', 'detections', '%s.py' % detection.ID)
     assert re.match(r'^[a-z][a-z0-9_]+$', detection.ID)
     assert detection.ID.startswith(detection.GROUP + '_') and detection.GROUP in registry.GROUPS
     assert detection.TITLE and detection.REFERENCES
     assert set(detection.APPLIES) == {'image', 'binary', 'root'}
-    assert callable(getattr(detection, 'absent', callable))  # optional: why there is nothing to judge
     assert isinstance(detection.APPLIES['image'], bool)
     assert isinstance(detection.PROBES, tuple)
     assert settings.check_spec(detection.SETTINGS) == []
-    assert callable(detection.detect)
+    has_verdict = os.path.exists(os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'verdicts', '%s.py' % detection.ID))
+    assert detection.has_verdict == has_verdict
 
 
 def _verdict_source(detection_id):
@@ -73,8 +79,10 @@ def test_detection_reads_the_host_only_through_ctx(detection):
 
 
 def test_every_verdict_belongs_to_a_detection_and_loads_only_after_its_first_question():
-    """verdicts/<id>.py is the judging code of detection <id>, imported inside its detect() and nowhere at
-    module level: a module-level import would compile it on every host, every run (docs/architecture.md)."""
+    """verdicts/<id>.py is the judging code of detection <id>, imported only inside the detection's verdict
+    loader and nowhere at module level: a module-level import would compile it on every host, every run
+    (docs/architecture.md). The import is a static ``from ... import`` (Ansible's dependency finder ships
+    what it names), never a name in a string, and the verdict never imports a detection."""
     folder = os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'verdicts')
     verdicts = sorted(f[:-3] for f in os.listdir(folder) if f.endswith('.py') and f != '__init__.py')
     assert set(verdicts) <= set(IDS), 'verdicts without a detection: %s' % sorted(set(verdicts) - set(IDS))
@@ -86,12 +94,20 @@ def test_every_verdict_belongs_to_a_detection_and_loads_only_after_its_first_que
             for node in tree.body:
                 if isinstance(node, ast.ImportFrom) and node.module and node.module.endswith('module_utils.verdicts'):
                     raise AssertionError('%s imports a verdict at module level' % os.path.join(root, name))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, 'attr', getattr(node.func, 'id', '')) in (
+                        'import_module', '__import__'):
+                    raise AssertionError('%s imports a module by a name in a string' % os.path.join(root, name))
     for detection_id in verdicts:
         tree = ast.parse(read('plugins', 'module_utils', 'detections', '%s.py' % detection_id))
-        detect = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == 'detect'][0]
-        imported = [a.name for n in ast.walk(detect) if isinstance(n, ast.ImportFrom)
+        loader = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == '_verdict'][0]
+        imported = [a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)
                     and (n.module or '').endswith('module_utils.verdicts') for a in n.names]
-        assert imported == [detection_id], '%s: detect() must import verdicts.%s' % (detection_id, detection_id)
+        in_loader = [a.name for n in ast.walk(loader) if isinstance(n, ast.ImportFrom) for a in n.names]
+        assert imported == in_loader == [detection_id], '%s: only _verdict() imports verdicts.%s' % (detection_id, detection_id)
+        verdict = ast.parse(read('plugins', 'module_utils', 'verdicts', '%s.py' % detection_id))
+        assert not [n for n in ast.walk(verdict) if isinstance(n, ast.ImportFrom) and '.detections' in (n.module or '')
+                    ], 'verdicts/%s.py imports a detection: it is handed the detection instead' % detection_id
 
 
 @pytest.mark.parametrize('detection', DETECTIONS, ids=IDS)

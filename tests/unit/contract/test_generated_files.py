@@ -31,26 +31,27 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-import sys
 
+from ansible_collections.homelab.postmortem.plugins.module_utils.detection import Detection
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, make_remediation
 
-ID = 'pi_zz_throwaway'
-GROUP = 'pi'
-APPLIES = {'image': True, 'binary': None, 'root': None}
-TITLE = 'A throwaway detection finds a marker file'
-REFERENCES = ['https://example.invalid/zz']
-REMEDIATION = make_remediation(manual=['Remove the marker file.'], disruption='none')
-PROBES = ()
-SETTINGS = {'marker': {'type': 'str', 'default': '/etc/zz-marker', 'description': 'The file whose presence is the failure.'}}
-_SELF = sys.modules[__name__]
+
+def _marker(ctx, detection, settings):
+    if os.path.exists(ctx.path(settings['marker'])):
+        return make_finding(detection, 'affected', 'The marker %s is there.' % settings['marker'])
+    return make_finding(detection, 'ok', 'No marker.')
 
 
-def detect(ctx):
-    marker = ctx.settings_for(_SELF)['marker']
-    if os.path.exists(ctx.path(marker)):
-        return make_finding(_SELF, 'affected', 'The marker %s is there.' % marker)
-    return make_finding(_SELF, 'ok', 'No marker.')
+DETECTION = Detection(
+    'pi_zz_throwaway',
+    group='pi',
+    title='A throwaway detection finds a marker file',
+    applies={'image': True, 'binary': None, 'root': None},
+    references=['https://example.invalid/zz'],
+    remediation=make_remediation(manual=['Remove the marker file.'], disruption='none'),
+    settings={'marker': {'type': 'str', 'default': '/etc/zz-marker', 'description': 'The file whose presence is the failure.'}},
+    question=_marker,
+)
 '''
 
 PAGE = '''# pi_zz_throwaway: a marker file
@@ -83,7 +84,7 @@ Remove the marker.
 
 TEST = '''from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_zz_throwaway
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.pi_zz_throwaway import DETECTION as pi_zz_throwaway
 
 
 def test_marker(tmp_path):
@@ -120,7 +121,7 @@ def test_a_new_detection_is_its_file_registry_line_docs_page_and_tests(tmp_path)
     text = text.replace('from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_weight_cache\n',
                         'from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_weight_cache\n'
                         'from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_zz_throwaway\n')
-    text = text.replace('    vllm_lora_patterns,\n)', '    vllm_lora_patterns,\n    pi_zz_throwaway,\n)')
+    text = text.replace('    vllm_lora_patterns.DETECTION,\n)', '    vllm_lora_patterns.DETECTION,\n    pi_zz_throwaway.DETECTION,\n)')
     with open(registry, 'w') as out:
         out.write(text)
     with open(os.path.join(copy, 'docs', 'pi_zz_throwaway.md'), 'w') as out:

@@ -3,7 +3,8 @@ import sys
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_format_think, ollama_schema_order
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.ollama_format_think import DETECTION as ollama_format_think
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.ollama_schema_order import DETECTION as ollama_schema_order
 
 from .paths import TESTS_DIR
 

@@ -7,7 +7,7 @@ from safetensors.numpy import save_file
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_weight_cache
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.vllm_weight_cache import DETECTION as vllm_weight_cache
 
 PREFIX = 'base_model.model.'
 MODULES = ['model.layers.0.self_attn.q_proj', 'model.layers.0.self_attn.v_proj',

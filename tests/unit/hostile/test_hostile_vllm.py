@@ -28,7 +28,7 @@ from safetensors import safe_open
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_lora_patterns
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.vllm_lora_patterns import DETECTION as vllm_lora_patterns
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, checkpoint, lora_scale, safetensors
 

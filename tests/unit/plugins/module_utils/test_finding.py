@@ -56,12 +56,13 @@ def test_the_summary_instance_is_the_most_serious_one():
 def test_llama_spec_logprobs_names_its_worst_instance(tmp_path):
     from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
     from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import llama_spec_logprobs
+    from ansible_collections.homelab.postmortem.plugins.module_utils.detections.llama_spec_logprobs import DETECTION
     instances = [{'name': 'llama-server pid 1', 'status': 'unknown', 'summary': 'cannot tell', 'evidence': {}},
                  {'name': 'llama-server pid 2', 'status': 'at_risk', 'summary': 'speculates: placeholders', 'evidence': {}}]
     original = llama_server.instances
     try:
         llama_server.instances = lambda ctx, *_a: (instances, {})
-        finding = llama_spec_logprobs.judge(type('Ctx', (), {'probes': ()})())
+        finding = llama_spec_logprobs.judge(type('Ctx', (), {'probes': ()})(), DETECTION, {})
     finally:
         llama_server.instances = original
     assert finding['status'] == 'at_risk' and finding['summary'].endswith('speculates: placeholders')

@@ -10,7 +10,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.pi_ir_tx import DETECTION as pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
 
 K618 = '6.18.34+rpt-rpi-v8'

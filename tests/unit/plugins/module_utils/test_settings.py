@@ -3,7 +3,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry, settings
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.podman_export_idmap import DETECTION as podman_export_idmap
 
 
 def test_a_mistyped_setting_names_detection_key_type_and_known_keys():

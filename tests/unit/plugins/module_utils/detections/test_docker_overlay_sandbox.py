@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import docker_overlay_sandbox as det
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.docker_overlay_sandbox import DETECTION as det
 from ansible_collections.homelab.postmortem.plugins.module_utils.verdicts import docker_overlay_sandbox as verdict
 
 NET_ID = 'ak7of1jriprxzfppltmyzgkiw'

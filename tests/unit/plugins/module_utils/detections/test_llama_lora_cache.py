@@ -4,7 +4,7 @@ import json
 import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_lora_cache
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.llama_lora_cache import DETECTION as llama_lora_cache
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 

@@ -8,7 +8,7 @@ import json
 import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_sleep_race
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.llama_sleep_race import DETECTION as llama_sleep_race
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 

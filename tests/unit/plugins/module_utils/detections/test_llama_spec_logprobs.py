@@ -1,7 +1,7 @@
 """llama_spec_logprobs on fake /proc trees: argument forms, environment, config files, presets, builds.
 The real servers and probes are in tests/e2e (test_llama_spec_logprobs_real.py, test_llama_config_real.py)."""
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import llama_spec_logprobs
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.llama_spec_logprobs import DETECTION as llama_spec_logprobs
 
 from ....helpers.llama import by_pid, ctx, proc
 

@@ -13,7 +13,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer as det
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.ollama_gemma4_renderer import DETECTION as det
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 
 from ....helpers.paths import TESTS_DIR

@@ -10,7 +10,8 @@ import os
 import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.pi_ir_tx import DETECTION as pi_ir_tx
+from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_overlays
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi.config import BOARD_FILTERS as BOARDS
 
@@ -209,7 +210,7 @@ def test_the_pin_is_gpio_pin_the_overlays_own_parameter(tmp_path):
     result = run(host(tmp_path, 'dtoverlay=pwm-ir-tx,gpiopin=17\ndtparam=func=2\n', [K618], K618))
     line = result['evidence']['instances'][0]
     assert result['status'] == 'at_risk'
-    assert (line['evidence']['pin'], line['evidence']['pin_set_at']) == ('18', pi_ir_tx.PWM_PIN_DEFAULT_SOURCE)
+    assert (line['evidence']['pin'], line['evidence']['pin_set_at']) == ('18', ir_overlays.PWM_PIN_DEFAULT_SOURCE)
     assert line['evidence']['not_overlay_params'] == [
         'gpiopin=17 at %s:1 (not gpio_pin: the firmware compares parameter names exactly)' % result['evidence']['config']]
     assert 'gpiopin=17 is not a parameter of pwm-ir-tx, so the pin is 18' in line['summary']

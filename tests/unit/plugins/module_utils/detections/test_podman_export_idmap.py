@@ -6,7 +6,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.podman_export_idmap import DETECTION as podman_export_idmap
 
 from ....helpers.podman import FakePodman, container, make_ctx, recorded_by_name
 

@@ -15,7 +15,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.podman_restart_userns import DETECTION as podman_restart_userns
 
 from ....helpers.podman import PROFILE, FakePodman, container, instances, make_ctx, recorded_by_name
 

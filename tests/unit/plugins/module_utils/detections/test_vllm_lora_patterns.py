@@ -18,7 +18,7 @@ from safetensors.numpy import load_file, save_file
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import vllm_lora_patterns
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.vllm_lora_patterns import DETECTION as vllm_lora_patterns
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold, lora_scale, safetensors
 
 from ....helpers.paths import FIXTURES_DIR

@@ -4,8 +4,8 @@ import os
 import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_export_idmap
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import podman_restart_userns
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.podman_export_idmap import DETECTION as podman_export_idmap
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.podman_restart_userns import DETECTION as podman_restart_userns
 
 from ....helpers.podman import FakePodman, container, make_ctx
 

@@ -14,7 +14,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_trace
-from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections.pi_ir_tx import DETECTION as pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 
 # From the write-up: 100 ms pulse, 100 ms space, 100 ms pulse on 6.18.34+rpt-rpi-v8.
