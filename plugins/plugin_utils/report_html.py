@@ -468,8 +468,6 @@ def index(report):
         found['drift'] = {'since': drift['since'], 'counts': drift.get('counts') or {}}
     if report.get('accept'):
         found['accept'] = dict((k, report['accept'].get(k)) for k in ('accepted', 'expired', 'problem'))
-    if (report.get('run') or {}).get('check_mode'):
-        found['check_mode'] = True
     return found
 
 
@@ -496,8 +494,8 @@ def _totals(report):
 
 
 def worst_hosts(report, limit=WORST_HOSTS):
-    """[(entry, check id or None, status)] of the ``limit`` worst hosts, as the summary ranks them
-    (report_summary.worst_finding: the worst finding that needs attention; a host not audited as an error)."""
+    """(how many hosts need attention, [(entry, check id or None, status)] of the ``limit`` worst), ranked as
+    the summary ranks them (report_summary.worst_finding; a host not audited counts as an error)."""
     checks = [c['id'] for c in report['checks']]
     needing = []
     for position, entry in enumerate(report['hosts']):
