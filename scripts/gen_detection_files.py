@@ -52,6 +52,12 @@ def section(page, heading):
     return match.group(1).strip() if match else ''
 
 
+def lead(text):
+    """A section's text before its first sub-heading: what follows a heading belongs to it (often a table,
+    which ansible-doc cannot show), so a summary that took the heading would print it without its body."""
+    return re.split(r'^#{3,6} ', text, maxsplit=1, flags=re.M)[0]
+
+
 def paragraphs(text):
     """Paragraphs and list items of a markdown section, tables left out, each on one line."""
     items, current = [], []
@@ -92,7 +98,7 @@ def _yaml(data, width=110):
 
 
 def documentation(detection, page, describe_type):
-    what = paragraphs(section(page, 'What breaks'))
+    what = paragraphs(lead(section(page, 'What breaks')))
     description = what[:3]
     for status, when in status_table(section(page, 'How we detect it')):
         description.append('Status C(%s) - %s' % (status, when.rstrip('.')))

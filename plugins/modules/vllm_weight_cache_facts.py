@@ -26,7 +26,6 @@ description:
     tensors from the weight cache daemon" and serves the base model''s weights. It is the same code in 0.30.0, 0.31.0,
     0.32.0 and 0.33.0 (C(protocol.py); the newest release, 0.33.0, at lines 283-304): unfixed in every release to
     date.'
-  - '### The key''s fields, per release'
   - 'Returns C(ansible_facts.postmortem.vllm_weight_cache); the same detection runs in M(homelab.postmortem.audit_facts)
     with C(checks: [vllm_weight_cache]), with every other detection in one round trip.'
   - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'

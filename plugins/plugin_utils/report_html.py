@@ -17,10 +17,13 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import heapq
 import json
 import os
 import zlib
+from html import escape as _escape
 
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary
 
 _PAGE = u'''<!DOCTYPE html>
@@ -29,6 +32,7 @@ _PAGE = u'''<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>homelab.postmortem fleet report</title>
+<script>document.documentElement.className = "js";</script>
 <style>
 :root { --ok:#2e7d32; --affected:#c62828; --at_risk:#ef6c00; --not_applicable:#9e9e9e; --unknown:#6d4c41;
         --error:#6a1b9a; --unreachable:#37474f; --failed:#37474f; }
@@ -37,12 +41,16 @@ header { padding: 12px 20px; background: #263238; color: #fff; }
 .remediation-problem { color: var(--affected); font-weight: 600; }
 header h1 { font-size: 18px; margin: 0 0 4px 0; }
 header .meta { font-size: 12px; opacity: .8; }
-main { display: flex; gap: 16px; padding: 16px 20px; align-items: flex-start; }
-#grid-wrap { overflow-x: auto; flex: 1 1 auto; }
+html:not(.js) .needs-js { display: none; }
+main { display: flex; flex-wrap: wrap; gap: 16px; padding: 16px 20px; align-items: flex-start; }
+#grid-wrap { overflow-x: auto; flex: 1 1 auto; max-width: 100%; }
 table { border-collapse: collapse; background: #fff; }
 th, td { border: 1px solid #e0e0e0; padding: 6px 10px; font-size: 13px; text-align: left; }
-th.check { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; font-weight: 600; }
-td.cell { cursor: pointer; color: #fff; font-weight: 600; white-space: nowrap; }
+#grid th, #grid td { padding: 3px 4px; font-size: 12px; }
+#grid th.check { writing-mode: vertical-rl; transform: rotate(180deg); white-space: nowrap; font-weight: 600; padding: 6px 2px; }
+#grid .host-name { display: inline-block; max-width: 16em; overflow: hidden; text-overflow: ellipsis; white-space: nowrap;
+                   vertical-align: bottom; }
+td.cell { cursor: pointer; color: #fff; font-weight: 600; white-space: nowrap; text-align: center; min-width: 1.4em; }
 td.cell.selected { outline: 3px solid #1565c0; outline-offset: -3px; }
 td.cell.dimmed { opacity: .18; }
 td.cell.drift-opened, td.cell.drift-reopened { box-shadow: inset 0 -4px 0 #000; }
@@ -54,7 +62,7 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
 #filters { padding: 8px 20px 0 20px; font-size: 13px; }
 #filters label { margin-right: 12px; white-space: nowrap; }
 #filters .chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin: 0 3px 0 4px; }
-#details { flex: 0 0 420px; background: #fff; border: 1px solid #e0e0e0; padding: 12px 16px; font-size: 13px;
+#details { flex: 0 1 380px; min-width: 300px; background: #fff; border: 1px solid #e0e0e0; padding: 12px 16px; font-size: 13px;
            max-height: 85vh; overflow: auto; }
 #details h2 { font-size: 15px; margin: 0 0 6px 0; }
 #details pre { background: #f5f5f5; padding: 8px; overflow-x: auto; font-size: 12px; }
@@ -66,23 +74,30 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
 #counts td.count.zero { color: #bdbdbd; cursor: default; }
 #pager { padding: 8px 0; font-size: 13px; }
 #pager button { margin-right: 6px; }
+#worst, #legend { padding: 8px 20px; font-size: 13px; }
+#worst h2, #legend h2 { font-size: 15px; }
+#worst td.s { color: #fff; font-weight: 600; white-space: nowrap; }
+#legend dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; margin: 0; }
+#legend dt { font-weight: 600; }
+#legend dd { margin: 0; }
 </style>
 </head>
 <body>
 <header>
   <h1>homelab.postmortem fleet report</h1>
-  <div class="meta" id="meta"></div>
-  <div class="meta" id="totals"></div>
+  <div class="meta" id="meta"><span id="meta-text">__REPORT_META__</span></div>
+  <div class="meta" id="totals">__REPORT_TOTALS__</div>
 </header>
-<noscript><p>This page draws its grid with JavaScript; without it, read postmortem.json (every finding) or the
-summary the audit printed.</p></noscript>
-<section id="overview"><h2 style="font-size:15px">Hosts per check and status</h2>
+<noscript><p>This page draws its grid with JavaScript; without it, the totals are above and the worst finding per
+host below; every finding is in postmortem.json beside this page.</p></noscript>
+<section id="overview" class="needs-js"><h2 style="font-size:15px">Hosts per check and status</h2>
   <table id="counts"><thead></thead><tbody></tbody></table></section>
-<div id="filters" role="group" aria-label="Filter by status"><strong>Show status:</strong></div>
-<main>
+<div id="filters" class="needs-js" role="group" aria-label="Filter by status"><strong>Show status:</strong></div>
+<main class="needs-js">
   <div id="grid-wrap"><div id="pager"></div><table id="grid"><thead></thead><tbody></tbody></table></div>
   <aside id="details"><p>Click a cell to see the evidence and the fix.</p></aside>
 </main>
+__REPORT_STATIC__
 <script type="application/json" id="report-index">__REPORT_INDEX__</script>
 __REPORT_CHUNKS__
 <script>
@@ -92,6 +107,8 @@ __REPORT_CHUNKS__
   var STATES = report.statuses.concat(["unreachable", "failed"]);
   var CODES = report.codes;
   var PAGE = 100;
+  // A cell holds one or two characters so that every column fits (the legend below the grid says which).
+  var SHORT = report.short;
   var shown = {}, page = 0, chunks = {}, only = null;
   STATES.forEach(function (s) { shown[s] = true; });
 
@@ -124,18 +141,7 @@ __REPORT_CHUNKS__
     return chunks[n].then(function (block) { return block[report.hosts[hostIndex].n]; });
   }
 
-  document.getElementById("meta").textContent = report.generator + " \u2014 generated " + report.generated_at +
-    " \u2014 " + report.hosts.length + " host(s), " + report.checks.length + " check(s)" +
-    (report.check_mode ? " \u2014 CHECK MODE: nothing was changed" : "");
-  if (report.nothing) {
-    document.getElementById("totals").appendChild(el("strong", {"id": "nothing-audited"},
-      "NOTHING WAS AUDITED: " + report.nothing + ". This is not an older run's report."));
-    if (report.last_good) {
-      var kept = el("p", {"id": "last-good"}, "The last good report (" + report.last_good.at + ") is kept: ");
-      kept.appendChild(el("a", {href: report.last_good.href}, report.last_good.href));
-      document.getElementById("totals").appendChild(kept);
-    }
-  }
+  // The meta line, the totals and "nothing was audited" are in the page as the controller wrote it.
   if (report.drift) {
     var moved = ["opened", "reopened", "closed", "unmeasured"].filter(function (k) { return report.drift.counts[k]; })
       .map(function (k) { return report.drift.counts[k] + " " + k; });
@@ -148,10 +154,6 @@ __REPORT_CHUNKS__
       "Accepted (\u2713): " + report.accept.accepted + " finding(s)" +
       (report.accept.expired ? "; " + report.accept.expired + " expired, counting again" : "")));
   }
-  var totals = document.getElementById("totals");
-  STATES.forEach(function (s) {
-    if (report.totals[s]) { totals.appendChild(el("span", {"data-total": s}, s + ": " + report.totals[s])); }
-  });
 
   // Hosts per check and status, first: a click shows those hosts.
   var counted = STATES.filter(function (s) { return report.totals[s]; });
@@ -195,7 +197,7 @@ __REPORT_CHUNKS__
   var thead = document.querySelector("#grid thead");
   var headRow = el("tr");
   headRow.appendChild(el("th", {}, "host"));
-  report.checks.forEach(function (c) { headRow.appendChild(el("th", {"class": "check", title: c.title}, c.id)); });
+  report.checks.forEach(function (c) { headRow.appendChild(el("th", {"class": "check", title: c.id + ": " + c.title}, c.id)); });
   thead.appendChild(headRow);
 
   var DRIFT = {o: "opened", r: "reopened", c: "closed", u: "unmeasured"};
@@ -222,21 +224,24 @@ __REPORT_CHUNKS__
     selected.slice(page * PAGE, (page + 1) * PAGE).forEach(function (hostIndex) {
       var host = report.hosts[hostIndex];
       var row = el("tr", {"class": "host-row", "data-host": host.n});
-      row.appendChild(el("th", {scope: "row"}, host.n));
+      var name = el("th", {scope: "row"});
+      name.appendChild(el("span", {"class": "host-name", title: host.n}, host.n));
+      row.appendChild(name);
       report.checks.forEach(function (c, ci) {
         var status = statusOf(host, ci);
         var cell;
         if (status === null) {
-          cell = el("td", {"class": "empty", "data-host": host.n, "data-check": c.id}, "not run");
+          cell = el("td", {"class": "empty", "data-host": host.n, "data-check": c.id, title: c.id + ": not run"}, "");
         } else {
           var visible = only ? ci === only.check : shown[status];
           var change = driftOf(host, ci), ok = acceptedAt(host, ci);
           cell = el("td", {"class": "cell s-" + status + (visible ? "" : " dimmed") + (change ? " drift-" + change : "") +
                            (ok ? " accepted" : ""), "data-host": host.n, "data-check": c.id, "data-status": status,
-                           tabindex: "0", title: c.title + (change ? " \u2014 " + change + " since " + report.drift.since : "") +
+                           tabindex: "0", title: status + " \u2014 " + c.id + ": " + c.title +
+                           (change ? " \u2014 " + change + " since " + report.drift.since : "") +
                            (unmeasuredAt(host, ci) ? " \u2014 not measured since " + unmeasuredAt(host, ci) : "") +
                            (ok ? " \u2014 accepted" : "")},
-                    status + (change === "opened" || change === "reopened" ? " \u25b2" : change === "closed" ? " \u25bc" : "") +
+                    SHORT[status] + (change === "opened" || change === "reopened" ? " \u25b2" : change === "closed" ? " \u25bc" : "") +
                     (ok ? " \u2713" : ""));
           if (change) { cell.setAttribute("data-drift", change); }
           if (ok) { cell.setAttribute("data-accepted", "1"); }
@@ -335,8 +340,12 @@ __REPORT_CHUNKS__
     });
     // A fix only for what was found (affected, at_risk): not where nothing is wrong, and not for a
     // finding the audit could not decide (unknown, error), where a restart would be a guess.
+    // What is offered is the controller's registry's (check.fix), never the host's finding's advice: only the
+    // disruption a host reports is taken (an image has nothing to reboot), and only one of the model's.
     var measured = f.status === "affected" || f.status === "at_risk";
-    var remediation = measured ? (f.remediation || {}) : {};
+    var remediation = measured ? (check.fix || {}) : {};
+    var reported = f.remediation && typeof f.remediation === "object" ? f.remediation.disruption : null;
+    var disruption = report.disruptions.indexOf(reported) >= 0 ? reported : remediation.disruption;
     if (f.status === "unknown" || f.status === "error") {
       box.appendChild(el("p", {"class": "no-fix"}, "No fix offered: the audit could not tell (" + f.status +
         "); the summary above says why."));
@@ -350,8 +359,8 @@ __REPORT_CHUNKS__
       }
       if (remediation.module) { box.appendChild(el("p", {}, "Module " + remediation.module)); }
     }
-    if (remediation.disruption) {
-      box.appendChild(el("p", {"class": "disruption"}, "Disruption: " + remediation.disruption));
+    if (measured && disruption) {
+      box.appendChild(el("p", {"class": "disruption"}, "Disruption: " + disruption));
     }
     addList(box, automated ? "Manual steps" : "Fix", remediation.manual, function (m) { return el("li", {}, m); });
     // A declared check's docs are its own (a link or a line of text, from its check file).
@@ -382,6 +391,14 @@ __REPORT_CHUNKS__
 
 
 CHUNK = 200
+# The worst hosts the page shows without JavaScript, rendered by the controller: bounded, so that a
+# 10,000-host page grows by a few dozen kilobytes at most.
+WORST_HOSTS = 100
+WORST_TEXT = 200
+# One or two characters a cell, so that every column fits at 1280 px with twice today's checks.
+SHORT = {'ok': 'ok', 'affected': 'A', 'at_risk': 'R', 'unknown': '?', 'error': 'E', 'not_applicable': '\u2013',
+         'unreachable': 'U', 'failed': 'F'}
+HOST_STATES = ('unreachable', 'failed')
 DRIFT_CODES = {'opened': 'o', 'reopened': 'r', 'closed': 'c', 'unmeasured': 'u'}
 GZIP_LEVEL = 1
 CODES = {'not_applicable': 'n', 'ok': 'o', 'unknown': 'u', 'error': 'e', 'at_risk': 'r', 'affected': 'a'}
@@ -400,6 +417,19 @@ def _script_safe_json(data):
 
 def _accepted_text(entry):
     return '%s%s' % (entry.get('reason'), (' (until %s)' % entry['expires']) if entry.get('expires') else '')
+
+
+def _text(value, limit=WORST_TEXT):
+    """A value (a host's, often) as HTML text: on one line, cut, escaped (quotes too: attributes hold it)."""
+    return _escape(report_summary.one_line(value, limit), True)
+
+
+def _check_fix(check):
+    """The fix the page offers for a check: the registry's REMEDIATION, or a declared check's advice."""
+    declared = check.get('declared')
+    if declared:
+        return {'manual': [report_summary.one_line(a, 500) for a in declared.get('advice') or []]}
+    return report_summary.offered_remediation(check['id'])
 
 
 def index(report):
@@ -428,32 +458,96 @@ def index(report):
         remediation = entry.get('remediation') or {}
         if remediation.get('state') in ('failed', 'lost', 'not_run'):  # the hosts a remediation run left alone or broke on
             host['m'] = {'s': remediation['state'], 'r': remediation.get('reason') or '', 't': remediation.get('task')}
-    found = {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': report['checks'],
+    checks = [dict(c, fix=_check_fix(c)) for c in report['checks']]
+    found = {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': checks,
              'statuses': report['statuses'], 'totals': report['totals'], 'hosts': hosts, 'chunk': CHUNK,
-             'codes': dict((v, k) for k, v in CODES.items())}
-    if report.get('nothing_audited'):
-        found['nothing'] = report['nothing_audited']
-        kept = report.get('last_good') or {}
-        if (kept.get('paths') or {}).get('html'):  # beside this page: a relative link works wherever the directory goes
-            found['last_good'] = {'href': os.path.basename(kept['paths']['html']), 'at': kept.get('generated_at')}
+             'codes': dict((v, k) for k, v in CODES.items()), 'short': SHORT, 'disruptions': list(DISRUPTIONS)}
     found['docs'] = report_summary.docs_dir()
     drift = report.get('drift') or {}
     if drift.get('since'):
         found['drift'] = {'since': drift['since'], 'counts': drift.get('counts') or {}}
     if report.get('accept'):
         found['accept'] = dict((k, report['accept'].get(k)) for k in ('accepted', 'expired', 'problem'))
-    if (report.get('run') or {}).get('check_mode'):
-        found['check_mode'] = True
     return found
+
+
+def _meta(report):
+    checked = (report.get('run') or {}).get('check_mode')
+    return _text('%s \u2014 generated %s \u2014 %d host(s), %d check(s)%s' % (
+        report['generator'], report['generated_at'], len(report['hosts']), len(report['checks']),
+        ' \u2014 CHECK MODE: nothing was changed' if checked else ''), 500)
+
+
+def _totals(report):
+    """The totals, and when nothing was audited, why (with the last good report's link)."""
+    parts = ['<span data-total="%s">%s: %d</span>' % (s, s, report['totals'][s])
+             for s in list(report['statuses']) + list(HOST_STATES) if report['totals'].get(s)]
+    if report.get('nothing_audited'):
+        parts.append('<strong id="nothing-audited">NOTHING WAS AUDITED: %s. This is not an older run\'s report.</strong>'
+                     % _text(report['nothing_audited'], 2000))
+        kept = report.get('last_good') or {}
+        if (kept.get('paths') or {}).get('html'):  # beside this page: a relative link works wherever the directory goes
+            href = _text(os.path.basename(kept['paths']['html']), 500)
+            parts.append('<p id="last-good">The last good report (%s) is kept: <a href="%s">%s</a></p>' % (
+                _text(kept.get('generated_at')), href, href))
+    return '\n'.join(parts)
+
+
+def worst_hosts(report, limit=WORST_HOSTS):
+    """(how many hosts need attention, [(entry, check id or None, status)] of the ``limit`` worst), ranked as
+    the summary ranks them (report_summary.worst_finding; a host not audited counts as an error)."""
+    checks = [c['id'] for c in report['checks']]
+    needing = []
+    for position, entry in enumerate(report['hosts']):
+        worst = report_summary.worst_finding(entry, checks)
+        if worst is not None:
+            needing.append((-STATUS_RANK.get(worst[1], STATUS_RANK['error']), position, entry, worst))
+    return len(needing), [(entry, cid, status) for _r, _p, entry, (cid, status) in heapq.nsmallest(limit, needing)]
+
+
+def _static(report):
+    """The worst finding per host and the checks' legend, in the page itself: what a reader without
+    JavaScript sees, and the legend of the grid's abbreviated cells and rotated headers."""
+    needing, rows = worst_hosts(report)
+    declared = dict((c['id'], c['declared']) for c in report['checks'] if c.get('declared'))
+    lines = ['<section id="worst"><h2>Worst finding per host</h2>']
+    if not rows:
+        lines.append('<p>Nothing needs attention.</p>')
+    else:
+        lines.append('<p>%d host(s) need attention%s; every finding is in the grid (it needs JavaScript) and in postmortem.json beside this page.</p>' % (
+            needing, ', the worst %d shown' % len(rows) if needing > len(rows) else ''))
+        lines.append('<table><thead><tr><th>host</th><th>check</th><th>status</th><th>what was found</th><th>fix</th></tr></thead><tbody>')
+        for entry, cid, status in rows:
+            if cid is None:
+                what, fix = entry.get('reason'), 'the reason says why it could not be audited'
+            else:
+                finding = entry['findings'][cid]
+                what = finding.get('summary')
+                fix = (report_summary.fix_text(cid, finding, declared.get(cid)) if status in report_summary.OPEN
+                       else 'no fix offered: the audit could not tell (%s)' % status)
+            lines.append('<tr data-host="%s"><th scope="row">%s</th><td>%s</td><td class="s s-%s">%s</td><td>%s</td><td>%s</td></tr>' % (
+                _text(entry['name']), _text(entry['name']), _text(cid or '(host)'), _text(status), _text(status),
+                _text(what), _text(fix, 300)))
+        lines.append('</tbody></table>')
+    lines.append('</section>')
+    lines.append('<section id="legend"><h2>Checks</h2><dl>')
+    lines += ['<dt>%s</dt><dd>%s</dd>' % (_text(c['id']), _text(c['title'])) for c in report['checks']]
+    lines.append('</dl><p id="status-legend">Cells: %s.</p></section>' % ', '.join(
+        '%s %s' % (_text(SHORT[s]), s) for s in list(report['statuses']) + list(HOST_STATES) if s in SHORT))
+    return '\n'.join(lines)
 
 
 def render_html_parts(report, findings_text):
     """The page in pieces (see report.to_json_parts for why); findings_text[i] is the JSON text
     of hosts[i]'s findings, made once for every format."""
     hosts = report['hosts']
-    # Split once: host text that happens to read like a placeholder must not be replaced.
-    head, rest = _PAGE.split('__REPORT_INDEX__')
+    # Split the template once, before any text goes in: host text that reads like a placeholder must not be replaced.
+    before_meta, rest = _PAGE.split('__REPORT_META__')
+    before_totals, rest = rest.split('__REPORT_TOTALS__')
+    before_static, rest = rest.split('__REPORT_STATIC__')
+    head, rest = rest.split('__REPORT_INDEX__')
     middle, tail = rest.split('__REPORT_CHUNKS__')
+    yield before_meta + _meta(report) + before_totals + _totals(report) + before_static + _static(report)
     yield head + _script_safe_json(index(report)) + middle
     for number, start in enumerate(range(0, len(hosts), CHUNK)):
         block = '{' + ','.join('%s:%s' % (_ENCODER.encode(entry['name']), findings_text[start + offset])

@@ -51,6 +51,13 @@ def fit(line, width=WIDTH):
     return line if len(line) <= width else line[:width - 3] + '...'
 
 
+def offered_remediation(cid):
+    """A copy of the registry's REMEDIATION for a check ({} for one it does not know): the only source of
+    the fix the summary and the HTML report offer."""
+    detection = registry.BY_ID.get(cid)
+    return json.loads(json.dumps(detection.REMEDIATION)) if detection is not None else {}
+
+
 def fix_text(cid, finding, declared=None):
     """The remediation named in one phrase: role and vars, module, or the first manual step. What is
     offered comes from the registry's REMEDIATION for the check, never from the host's finding (a
@@ -60,8 +67,7 @@ def fix_text(cid, finding, declared=None):
     if declared:
         advice = declared.get('advice') or []
         return '%s (docs: %s)' % (one_line(advice[0], 200) if advice else 'see its docs', one_line(declared.get('docs'), 300))
-    detection = registry.BY_ID.get(cid)
-    remediation = dict(detection.REMEDIATION) if detection is not None else {}
+    remediation = offered_remediation(cid)
     reported = finding.get('remediation') if isinstance(finding, dict) else None
     if isinstance(reported, dict) and reported.get('disruption') in DISRUPTIONS:
         remediation['disruption'] = reported['disruption']

