@@ -286,8 +286,9 @@ def main():
 
     for replacement in replacements:
         if replacement.dropped:
-            module.warn('%s: dropped %s: gpio-ir-tx has no such parameter'
-                        % (replacement.overlay.line.where(), ', '.join(replacement.dropped)))
+            module.warn('%s: %s %s: gpio-ir-tx has no such parameter'
+                        % (replacement.overlay.line.where(), 'would drop' if module.check_mode else 'dropped',
+                           ', '.join(replacement.dropped)))
     if params['trial'] != 'never' and not live:
         reason = 'an image is never booted here: %s is written directly' % config_rel
     use_trial = bool(changes) and live and params['trial'] != 'never' and supported

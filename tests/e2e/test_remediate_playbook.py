@@ -5,7 +5,14 @@ The host that needs a fix is an SD card image (a directory with a Raspberry Pi O
 and kernel modules): the pi_ir_tx role really edits its config.txt. This machine is audited beside
 it and needs nothing. Check mode first (nothing written), then for real, then again (nothing left).
 """
-from helpers import local_host, run_audit
+import os
+import sys
+
+from helpers import REPO_ROOT, local_host, run_audit
+
+sys.path.insert(0, os.path.join(REPO_ROOT, 'tests'))
+
+import check_mode_wording  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def image(tmp_path):
@@ -16,12 +23,18 @@ def image(tmp_path):
     return root
 
 
-def remediate(tmp_path, inventory, args=()):
+def remediate(tmp_path, inventory, args=(), env=None):
     run = run_audit(tmp_path, inventory, {'postmortem_checks': ['pi_ir_tx', 'llama_sleep_race'],
                                           'postmortem_remediate': ['pi_ir_tx'], 'postmortem_serial': 1},
-                    args=args, timeout=600, playbook='homelab.postmortem.remediate')
+                    args=args, timeout=600, playbook='homelab.postmortem.remediate', env=env)
     assert run.proc.returncode == 0, run.output
     return run
+
+
+def check_messages_env(path):
+    """The environment that makes ansible-playbook record its check-mode messages into ``path``."""
+    return {'ANSIBLE_CALLBACK_PLUGINS': os.path.join(REPO_ROOT, 'tests', 'callback_plugins'),
+            'ANSIBLE_CALLBACKS_ENABLED': 'check_mode_messages', 'POSTMORTEM_CHECK_MESSAGES': str(path)}
 
 
 def test_check_mode_then_fix_then_nothing_left(tmp_path):
@@ -31,8 +44,13 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     inventory = {'all': {'hosts': {'localhost': local_host(),
                                    'pi-image': local_host(postmortem_root=str(root))}}}
 
-    checked = remediate(tmp_path / 'check', inventory, args=['--check', '--diff'])
+    messages = tmp_path / 'check-messages.jsonl'
+    checked = remediate(tmp_path / 'check', inventory, args=['--check', '--diff'], env=check_messages_env(messages))
     assert config.read_text() == before
+    # Check mode says "would": no message of the role, its fix module or the plan claims a change (#35).
+    recorded = check_mode_wording.read(str(messages))
+    assert any(item['role'] == 'pi_ir_tx' for item in recorded), recorded
+    assert check_mode_wording.offending(recorded) == []
     assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in checked.output  # the exact diff
     assert checked.host('pi-image')['before']['pi_ir_tx'] == 'at_risk'
     assert checked.finding('pi-image', 'pi_ir_tx')['status'] == 'at_risk'
