@@ -284,7 +284,9 @@ def failure_message(found, host):
     """The line that says what failed on a host (None when nothing did)."""
     if found.get('state') not in ('failed', 'lost'):
         return None
-    return ("REMEDIATION %s on %s in '%s': %s. The fix modules back a file up before they change it and write it "
-            "atomically, so a file is either as it was or fixed; backups (name.<UTC time>.bak) stay next to each "
-            "file. Later batches are not touched; every host is audited again." % (
-                'FAILED' if found['state'] == 'failed' else 'LOST THE HOST', host, found.get('task'), found.get('reason')))
+    # In check mode nothing was written, so there is no file half-way to speak of (#35).
+    files = ('Check mode: nothing was written.' if found.get('check_mode') else
+             'The fix modules back a file up before they change it and write it atomically, so a file is either as '
+             'it was or fixed; backups (name.<UTC time>.bak) stay next to each file.')
+    return ("REMEDIATION %s on %s in '%s': %s. %s Later batches are not touched; every host is audited again." % (
+        'FAILED' if found['state'] == 'failed' else 'LOST THE HOST', host, found.get('task'), found.get('reason'), files))

@@ -160,6 +160,10 @@ def test_the_record_never_says_fixed_and_names_what_did_not_run():
     assert failed['roles'][0]['note'] == 'check mode: nothing was changed'
     assert failed['reason'] == 'boom\x1b[2J'  # the record (and the report files) keep the original text
     assert remediation.failure_message(failed, 'pi-1').startswith("REMEDIATION FAILED on pi-1 in 'Restart': boom\x1b[2J.")
+    # A check run (this one) wrote nothing: no talk of backups or of a file "fixed" (#35).
+    assert "boom\x1b[2J. Check mode: nothing was written. Later batches" in remediation.failure_message(failed, 'pi-1')
+    real = remediation.record(chosen, [PI], {'task': 'Restart', 'reason': 'boom', 'lost': False}, False, {})
+    assert 'so a file is either as it was or fixed' in remediation.failure_message(real, 'pi-1')
     nothing = remediation.record({'roles': [], 'checks_by_role': {}, 'left': [], 'manual': ['ollama_schema_order']}, [], None,
                                  False, {})
     assert nothing['state'] == 'nothing_to_run' and nothing['manual'] == ['ollama_schema_order']
