@@ -52,7 +52,7 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     assert config.read_text() == before
     # Check mode says "would": no message of the role, its fix module or the plan claims a change (#35).
     recorded = check_mode_wording.read(str(messages))
-    assert any(item['role'] == 'pi_ir_tx' for item in recorded), recorded
+    assert any(item.get('role') == 'pi_ir_tx' for item in recorded), recorded
     assert check_mode_wording.offending(recorded) == []
     assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in checked.output  # the exact diff
     assert checked.host('pi-image')['before']['pi_ir_tx'] == 'at_risk'
