@@ -34,6 +34,10 @@ for role_dir in "${REPO_ROOT}"/roles/*/; do
     >"${decoy}/roles/$(basename "${role_dir}")/tasks/main.yml"
 done
 export HOME="${decoy_home}"
+# Check mode says "would" (#35): every scenario's check step records the messages it shows
+# (tests/callback_plugins/check_mode_messages.py; runs without --check record nothing), and
+# tests/check_mode_wording.py fails the scenario on a message that claims a change.
+export ANSIBLE_CALLBACK_PLUGINS="${REPO_ROOT}/tests/callback_plugins" ANSIBLE_CALLBACKS_ENABLED=check_mode_messages
 status=0
 # MOLECULE_ROLE=<role> runs one role's scenarios only.
 for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.yml; do
@@ -42,8 +46,17 @@ for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.y
   name="$(basename "$(dirname "${scenario}")")"
   log "molecule test: $(basename "${role_dir}") / ${name}"
   log_file="${BUILD}/molecule-$(basename "${role_dir}")-${name}.log"
+  export POSTMORTEM_CHECK_MESSAGES="${BUILD}/molecule-$(basename "${role_dir}")-${name}-check-messages.jsonl"
+  rm -f "${POSTMORTEM_CHECK_MESSAGES}"
   (cd "${role_dir}" && molecule test -s "${name}") 2>&1 | tee "${log_file}"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+  if [ ! -s "${POSTMORTEM_CHECK_MESSAGES}" ]; then
+    log "FAILED: the check step of $(basename "${role_dir}") / ${name} recorded nothing (${POSTMORTEM_CHECK_MESSAGES})"
+    status=1
+  elif ! "${VENV}/bin/python" "${REPO_ROOT}/tests/check_mode_wording.py" "${POSTMORTEM_CHECK_MESSAGES}"; then
+    log "FAILED: $(basename "${role_dir}") / ${name}: check mode claims a change (above; ${POSTMORTEM_CHECK_MESSAGES})"
+    status=1
+  fi
   if grep -q "Another version of 'homelab.postmortem'" "${log_file}"; then
     log "FAILED: Molecule saw another copy of homelab.postmortem besides ${BUILD}/collections (see ${log_file})"
     status=1

@@ -40,8 +40,13 @@ class ActionModule(ControllerAction):
             values = dict((name, self._templar.template(task_vars[name]))
                           for switches in remediation.role_switches(chosen['roles'], specs).values()
                           for name in switches if name in task_vars)
+            # The roles are the plan's (the registry's); a role's notes are read as the role set them, never
+            # templated again: they may hold what a host returned.
+            notes = remediation.role_notes(chosen['roles'], dict(
+                (remediation.notes_var(role), task_vars[remediation.notes_var(role)])
+                for role in chosen['roles'] if remediation.notes_var(role) in task_vars))
             result['record'] = remediation.record(chosen, args['ran'], args['failure'], self._task.check_mode,
-                                                  remediation.switches_off(chosen['roles'], specs, values))
+                                                  remediation.switches_off(chosen['roles'], specs, values), notes)
             said = remediation.failure_message(result['record'], task_vars.get('inventory_hostname'))
             result['say'] = terminal.visible(said) if said else None
             return result

@@ -286,16 +286,18 @@ def main():
 
     for replacement in replacements:
         if replacement.dropped:
-            module.warn('%s: dropped %s: gpio-ir-tx has no such parameter'
-                        % (replacement.overlay.line.where(), ', '.join(replacement.dropped)))
+            module.warn('%s: %s %s: gpio-ir-tx has no such parameter'
+                        % (replacement.overlay.line.where(), 'would drop' if module.check_mode else 'dropped',
+                           ', '.join(replacement.dropped)))
+    written = 'would be written' if module.check_mode else 'is written'
     if params['trial'] != 'never' and not live:
-        reason = 'an image is never booted here: %s is written directly' % config_rel
+        reason = 'an image is never booted here: %s %s directly' % (config_rel, written)
     use_trial = bool(changes) and live and params['trial'] != 'never' and supported
     if changes and params['trial'] == 'always' and not use_trial:
         module.fail_json(msg='no trial boot on this host (trial: always), nothing was changed: %s' % reason, **result)
     if not use_trial:
         if params['trial'] == 'auto' and changes and not supported:
-            reason += '; config.txt is written directly'
+            reason += '; config.txt %s directly' % written
         result['trial_reason'] = reason
         _write_changes(module, result, changes)
         result['reboot_required'] = bool(changes)

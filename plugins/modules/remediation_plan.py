@@ -18,6 +18,9 @@ description:
     returns the remediation roles they name, each once, in report order.
   - Every open finding that is not fixed says why - not in I(remediate), accepted in I(accept), no role (a
     manual fix), or not selected by C(--tags)/C(--skip-tags) (each role's tasks carry its detection's id).
+  - After the roles, the playbook calls it again to record what each role did. The record carries the notes each
+    role of the plan handed over in the fact C(<role's short name>_notes) (for example C(pi_ir_tx_notes)); only a
+    list of strings is kept, at most 20 notes of 500 characters, and no other variable is read.
 options:
   before_var:
     description: The host variable that holds the audit before remediation (a registered M(homelab.postmortem.audit_facts) result).

@@ -194,10 +194,49 @@ def stop_reason(records, left_the_play):
     return 'not touched: the run stopped after %s in an earlier batch' % ', '.join(stopped)
 
 
-def record(chosen, ran, failure, check_mode, switches_off):
+# A role's notes for the record: what only its own task output said before (a Pi 3 has no trial boot).
+NOTES_MAX = 20
+NOTE_CHARS = 500
+
+
+def remediation_roles():
+    """The roles the registry's REMEDIATION names: the only ones whose notes are read."""
+    return set(d.REMEDIATION.get('role') for d in registry.DETECTIONS if (d.REMEDIATION or {}).get('role'))
+
+
+def notes_var(role):
+    """The fact a role hands its notes in: ``<role's short name>_notes`` (pi_ir_tx_notes)."""
+    return '%s_notes' % role.rsplit('.', 1)[-1]
+
+
+def role_notes(roles, values):
+    """[{role, note}] for the record, from ``values`` ({notes_var(role): the fact's value}) of ``roles``
+    (the plan's, which come from the registry). Only a list of strings is taken: anything else is one note
+    that says so, never its content. At most NOTES_MAX notes of NOTE_CHARS characters, in role order."""
+    found = []
+    known = remediation_roles()
+    for role in roles:
+        name = notes_var(role)
+        if role not in known or name not in values:
+            continue
+        value = values[name]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
+            kind = type(value).__name__ if not isinstance(value, (list, tuple)) else 'list with an item that is not a string'
+            found.append({'role': role, 'note': '%s is a %s, not a list of strings: its notes are not kept' % (name, kind)})
+            continue
+        for note in value:
+            found.append({'role': role, 'note': note if len(note) <= NOTE_CHARS else note[:NOTE_CHARS - 3] + '...'})
+    if len(found) > NOTES_MAX:
+        found = found[:NOTES_MAX - 1] + [{'role': found[NOTES_MAX - 1]['role'],
+                                          'note': '... and %d more note(s), not kept' % (len(found) - NOTES_MAX + 1)}]
+    return found
+
+
+def record(chosen, ran, failure, check_mode, switches_off, notes=None):
     """What the remediation did on this host, role by role. ``ran``: roles that finished; ``failure``:
     {'task', 'reason', 'lost'} or None; ``switches_off``: {role: [its Disruptive: switches the user left
-    off]}. "fixed" is never claimed here: the report decides it from the audit after remediation."""
+    off]}; ``notes``: role_notes(). "fixed" is never claimed here: the report decides it from the audit
+    after remediation."""
     roles = []
     failed_role = None
     for role in chosen['roles']:
@@ -222,6 +261,8 @@ def record(chosen, ran, failure, check_mode, switches_off):
     found = {'roles': roles, 'left': chosen['left'], 'manual': chosen['manual'], 'check_mode': bool(check_mode)}
     if chosen.get('dropped'):
         found['dropped'] = list(chosen['dropped'])
+    if notes:
+        found['notes'] = list(notes)
     if failure:
         found.update(state='lost' if failure.get('lost') else 'failed', task=failure.get('task'), reason=failure.get('reason'))
     else:
@@ -243,7 +284,9 @@ def failure_message(found, host):
     """The line that says what failed on a host (None when nothing did)."""
     if found.get('state') not in ('failed', 'lost'):
         return None
-    return ("REMEDIATION %s on %s in '%s': %s. The fix modules back a file up before they change it and write it "
-            "atomically, so a file is either as it was or fixed; backups (name.<UTC time>.bak) stay next to each "
-            "file. Later batches are not touched; every host is audited again." % (
-                'FAILED' if found['state'] == 'failed' else 'LOST THE HOST', host, found.get('task'), found.get('reason')))
+    # In check mode nothing was written, so there is no file half-way to speak of (#35).
+    files = ('Check mode: nothing was written.' if found.get('check_mode') else
+             'The fix modules back a file up before they change it and write it atomically, so a file is either as '
+             'it was or fixed; backups (name.<UTC time>.bak) stay next to each file.')
+    return ("REMEDIATION %s on %s in '%s': %s. %s Later batches are not touched; every host is audited again." % (
+        'FAILED' if found['state'] == 'failed' else 'LOST THE HOST', host, found.get('task'), found.get('reason'), files))

@@ -19,6 +19,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import host_findings, report_html
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_summary import INTERPRETER_FIX, NOT_STARTED
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.remediation import NOTE_CHARS, NOTES_MAX
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding import COMPACT, plain, plain_fast, strict_encode
 
 # Host states that are not findings. For the fail threshold they count as
@@ -190,6 +191,13 @@ def _remediation_record(value):
         return {'state': 'unknown', 'reason': 'the remediation record is %s, not a mapping' % type(value).__name__}
     record = dict((k, value[k]) for k in ('state', 'task', 'reason', 'roles', 'left', 'manual', 'check_mode', 'dropped') if k in value)
     record['state'] = safe_text(str(record.get('state') or 'unknown'))
+    # The roles' notes (remediation.role_notes): kept only in the shape and bounds the remediate playbook gives them.
+    notes = value.get('notes')
+    if isinstance(notes, list):
+        kept = [{'role': safe_text(n['role']), 'note': safe_text(n['note'][:NOTE_CHARS])} for n in notes[:NOTES_MAX]
+                if isinstance(n, dict) and isinstance(n.get('role'), str) and isinstance(n.get('note'), str)]
+        if kept:
+            record['notes'] = kept
     return record
 
 

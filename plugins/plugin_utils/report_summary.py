@@ -27,6 +27,7 @@ LINES = 60
 WORST_HOSTS = 8
 MIN_WORST_HOSTS = 3
 REMEDIATION_HOSTS = 2
+NOTES_SHOWN = 3
 HOST_PROBLEMS = ('unreachable', 'failed')
 OPEN = ('affected', 'at_risk')
 # Statuses that need a person: a fix, or a look at why the audit could not tell.
@@ -254,6 +255,17 @@ def remediation_lines(report):
         first = advised[0]['remediation']['dropped']
         lines.append(fit('  advice from %d host(s) not used (roles get the registry\'s variables and yours): %s: %s' % (
             len(advised), advised[0]['name'], one_line(first[0] if isinstance(first, list) and first else first, 300))))
+    return lines + _note_lines(report)
+
+
+def _note_lines(report):
+    """What the roles handed to the record (a Pi 3 has no trial boot): the first NOTES_SHOWN, then how many more."""
+    notes = [(entry['name'], note) for entry in report['hosts']
+             for note in (entry.get('remediation') or {}).get('notes') or [] if isinstance(note, dict)]
+    lines = [fit('  %s: %s: %s' % (host, str(note.get('role')).rsplit('.', 1)[-1], one_line(note.get('note'), 400)))
+             for host, note in notes[:NOTES_SHOWN]]
+    if len(notes) > NOTES_SHOWN:
+        lines.append('  ... and %d more note(s) from the roles: see the reports' % (len(notes) - NOTES_SHOWN))
     return lines
 
 

@@ -27,11 +27,12 @@ def test_check_diff_write_and_idempotence(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     assert '-dtoverlay=pwm-ir-tx,gpio_pin=17,func=2' in check.stdout
     assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in check.stdout
-    assert 'dropped func=2' in check.stderr + check.stdout
+    assert 'would drop func=2' in check.stderr + check.stdout  # check mode says "would" (#35)
     assert digest(boot) == before  # check mode wrote nothing, made no backup
 
     write = run_module(tmp_path, 'homelab.postmortem.pi_ir_tx_fix', {'root': root})
     assert write.returncode == 0 and 'CHANGED' in write.stdout, write.stdout + write.stderr
+    assert 'dropped func=2' in write.stderr + write.stdout
     assert (boot / 'config.txt').read_bytes() == CONFIG.replace(b'pwm-ir-tx,gpio_pin=17,func=2', b'gpio-ir-tx,gpio_pin=17')
     backups = [p for p in boot.iterdir() if p.name.endswith('.bak')]
     assert len(backups) == 1 and backups[0].read_bytes() == CONFIG

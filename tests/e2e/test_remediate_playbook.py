@@ -5,7 +5,17 @@ The host that needs a fix is an SD card image (a directory with a Raspberry Pi O
 and kernel modules): the pi_ir_tx role really edits its config.txt. This machine is audited beside
 it and needs nothing. Check mode first (nothing written), then for real, then again (nothing left).
 """
-from helpers import local_host, run_audit
+import os
+import sys
+
+import pytest
+
+from conftest import podman
+from helpers import REPO_ROOT, local_host, read_env_file, run_audit
+
+sys.path.insert(0, os.path.join(REPO_ROOT, 'tests'))
+
+import check_mode_wording  # noqa: E402  pylint: disable=wrong-import-position
 
 
 def image(tmp_path):
@@ -16,12 +26,18 @@ def image(tmp_path):
     return root
 
 
-def remediate(tmp_path, inventory, args=()):
+def remediate(tmp_path, inventory, args=(), env=None):
     run = run_audit(tmp_path, inventory, {'postmortem_checks': ['pi_ir_tx', 'llama_sleep_race'],
                                           'postmortem_remediate': ['pi_ir_tx'], 'postmortem_serial': 1},
-                    args=args, timeout=600, playbook='homelab.postmortem.remediate')
+                    args=args, timeout=600, playbook='homelab.postmortem.remediate', env=env)
     assert run.proc.returncode == 0, run.output
     return run
+
+
+def check_messages_env(path):
+    """The environment that makes ansible-playbook record its check-mode messages into ``path``."""
+    return {'ANSIBLE_CALLBACK_PLUGINS': os.path.join(REPO_ROOT, 'tests', 'callback_plugins'),
+            'ANSIBLE_CALLBACKS_ENABLED': 'check_mode_messages', 'POSTMORTEM_CHECK_MESSAGES': str(path)}
 
 
 def test_check_mode_then_fix_then_nothing_left(tmp_path):
@@ -31,8 +47,13 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     inventory = {'all': {'hosts': {'localhost': local_host(),
                                    'pi-image': local_host(postmortem_root=str(root))}}}
 
-    checked = remediate(tmp_path / 'check', inventory, args=['--check', '--diff'])
+    messages = tmp_path / 'check-messages.jsonl'
+    checked = remediate(tmp_path / 'check', inventory, args=['--check', '--diff'], env=check_messages_env(messages))
     assert config.read_text() == before
+    # Check mode says "would": no message of the role, its fix module or the plan claims a change (#35).
+    recorded = check_mode_wording.read(str(messages))
+    assert any(item.get('role') == 'pi_ir_tx' for item in recorded), recorded
+    assert check_mode_wording.offending(recorded) == []
     assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in checked.output  # the exact diff
     assert checked.host('pi-image')['before']['pi_ir_tx'] == 'at_risk'
     assert checked.finding('pi-image', 'pi_ir_tx')['status'] == 'at_risk'
@@ -96,3 +117,72 @@ def test_the_first_failed_batch_stops_the_fixes_not_the_report(tmp_path):
     assert two['remediation']['reason'].startswith('not touched: the run stopped after img-1 failed')
     assert two['findings']['pi_ir_tx']['status'] == 'at_risk'
     assert 'img-1: remediation FAILED' in run.output and 'img-2: remediation not run' in run.output
+
+
+# A Raspberry Pi 3 in a container (#38): its device tree says Pi 3 (no EEPROM bootloader, so no trial boot:
+# raspberrypi/documentation, computers/config_txt/conditional.adoc "tryboot" is Pi 4 and 5 only), and a reboot
+# simulated through the role's test hooks: a new boot id, the transmitter config.txt asks for.
+PI3_FAKE_REBOOT = r'''#!/bin/sh
+set -eu
+driver=pwm-ir-tx
+if grep -q '^dtoverlay=gpio-ir-tx' /boot/firmware/config.txt; then driver=gpio-ir-tx; fi
+printf 'DRV_NAME=%s\nDEV_NAME=%s\n' "$driver" "$driver" > /srv/pi/sys/class/rc/rc0/uevent
+cat /proc/sys/kernel/random/uuid > /srv/pi/boot_id
+'''
+
+
+@pytest.fixture
+def pi3_box(tmp_path):
+    image = read_env_file('podman.env').get('POSTMORTEM_DEBIAN13_IMAGE')
+    if not image:
+        pytest.fail('no Debian 13 image: run `make test-env` (scripts/setup-podman.sh)')
+    name = 'postmortem-e2e-pi3-%d' % os.getpid()
+    podman('rm', '-f', name, check=False)
+    podman('run', '-d', '--name', name, '--network', 'none', image, 'sleep', 'infinity')
+    try:
+        script = tmp_path / 'pi-fake-reboot'
+        script.write_text(PI3_FAKE_REBOOT)
+        script.chmod(0o755)
+        podman('cp', str(script), '%s:/usr/local/sbin/pi-fake-reboot' % name)
+        podman('exec', name, 'sh', '-c', ' && '.join([
+            'mkdir -p /boot/firmware /srv/pi/dt /srv/pi/sys/class/rc/rc0',
+            "printf '[all]\\ndtoverlay=pwm-ir-tx,gpio_pin=17\\n' > /boot/firmware/config.txt",
+            "printf 'Raspberry Pi 3 Model B Rev 1.2\\000' > /srv/pi/dt/model",
+            "printf 'DRV_NAME=pwm-ir-tx\\nDEV_NAME=pwm-ir-tx\\n' > /srv/pi/sys/class/rc/rc0/uevent",
+            'cat /proc/sys/kernel/random/uuid > /srv/pi/boot_id']))
+        yield name
+    finally:
+        podman('rm', '-f', '-t', '2', name, check=False)
+
+
+def test_a_pi_3_says_in_the_report_that_it_has_no_trial_boot(tmp_path, pi3_box):
+    """pi_ir_tx with reboots allowed on a Pi 3: the role takes the direct path, and the note saying so (which
+    only its own task output carried before #38) reaches postmortem-remediate.json and the summary, in check
+    mode in the conditional, then for real."""
+    inventory = {'all': {'hosts': {'pi3': {
+        'ansible_connection': 'containers.podman.podman', 'ansible_host': pi3_box, 'ansible_python_interpreter': '/usr/bin/python3',
+        'pi_ir_tx_reboot': True, 'pi_ir_tx_reboot_timeout': 60, 'pi_ir_tx_reboot_command': '/usr/local/sbin/pi-fake-reboot',
+        'pi_ir_tx_boot_time_command': 'cat /srv/pi/boot_id', 'pi_ir_tx_device_tree': '/srv/pi/dt',
+        'pi_ir_tx_sysfs': '/srv/pi/sys'}}}}
+    no_trial = 'board pi3: the trial boot is used on Raspberry Pi 4 and 5 (EEPROM bootloader) only'
+    messages = tmp_path / 'check-messages.jsonl'
+    checked = run_audit(tmp_path / 'check', inventory, {'postmortem_checks': ['pi_ir_tx']}, args=['--check', '--diff'],
+                        timeout=600, playbook='homelab.postmortem.remediate', env=check_messages_env(messages))
+    assert checked.proc.returncode == 0, checked.output
+    assert check_mode_wording.offending(check_mode_wording.read(str(messages))) == []
+    assert 'Check mode: would reboot and then check' in checked.output
+    assert checked.host('pi3')['remediation']['notes'] == [{
+        'role': 'homelab.postmortem.pi_ir_tx',
+        'note': 'No trial boot, config.txt would be changed directly (check mode: nothing was written): %s; '
+                'config.txt would be written directly.' % no_trial}]
+    assert podman('exec', pi3_box, 'cat', '/boot/firmware/config.txt').stdout == '[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n'
+
+    done = run_audit(tmp_path / 'real', inventory, {'postmortem_checks': ['pi_ir_tx']}, timeout=600,
+                     playbook='homelab.postmortem.remediate')
+    assert done.proc.returncode == 0, done.output
+    assert podman('exec', pi3_box, 'cat', '/boot/firmware/config.txt').stdout == '[all]\ndtoverlay=gpio-ir-tx,gpio_pin=17\n'
+    note = 'No trial boot, config.txt is changed directly: %s; config.txt is written directly.' % no_trial
+    record = done.host('pi3')['remediation']
+    assert record['state'] == 'ran' and record['notes'] == [{'role': 'homelab.postmortem.pi_ir_tx', 'note': note}]
+    assert done.host('pi3')['before']['pi_ir_tx'] == 'at_risk' and done.finding('pi3', 'pi_ir_tx')['status'] != 'at_risk'
+    assert '  pi3: pi_ir_tx: No trial boot, config.txt is changed directly: board pi3' in done.output  # the summary

@@ -95,6 +95,9 @@ def test_a_pi3_keeps_todays_path_unless_the_trial_is_required(pi):
     always = run_module('pi_ir_tx_fix', args(pi, trial='always'))
     assert always['failed'] and 'no trial boot on this host (trial: always), nothing was changed: board pi3' in always['msg']
     assert 'tryboot.txt' not in boot_files(pi) and boot_files(pi)['ir.txt'] == INCLUDE
+    checked = run_module('pi_ir_tx_fix', args(pi, trial='auto'), check_mode=True)
+    assert checked['trial_reason'].endswith('(EEPROM bootloader) only; config.txt would be written directly')  # #35
+    assert boot_files(pi)['config.txt'] == CONFIG.replace('[pi4]', '[all]')
     auto = run_module('pi_ir_tx_fix', args(pi, trial='auto'))
     assert auto['changed'] and not auto['trial'] and auto['reboot_required']
     assert auto['trial_reason'].endswith('(EEPROM bootloader) only; config.txt is written directly')

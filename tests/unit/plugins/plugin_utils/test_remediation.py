@@ -160,6 +160,10 @@ def test_the_record_never_says_fixed_and_names_what_did_not_run():
     assert failed['roles'][0]['note'] == 'check mode: nothing was changed'
     assert failed['reason'] == 'boom\x1b[2J'  # the record (and the report files) keep the original text
     assert remediation.failure_message(failed, 'pi-1').startswith("REMEDIATION FAILED on pi-1 in 'Restart': boom\x1b[2J.")
+    # A check run (this one) wrote nothing: no talk of backups or of a file "fixed" (#35).
+    assert "boom\x1b[2J. Check mode: nothing was written. Later batches" in remediation.failure_message(failed, 'pi-1')
+    real = remediation.record(chosen, [PI], {'task': 'Restart', 'reason': 'boom', 'lost': False}, False, {})
+    assert 'so a file is either as it was or fixed' in remediation.failure_message(real, 'pi-1')
     nothing = remediation.record({'roles': [], 'checks_by_role': {}, 'left': [], 'manual': ['ollama_schema_order']}, [], None,
                                  False, {})
     assert nothing['state'] == 'nothing_to_run' and nothing['manual'] == ['ollama_schema_order']
@@ -171,3 +175,30 @@ def test_the_pi_role_fixes_the_image_the_user_audited():
     with open(os.path.join(REPO_ROOT, 'roles', 'pi_ir_tx', 'defaults', 'main.yml'), encoding='utf-8') as handle:
         defaults = yaml.safe_load(handle)
     assert defaults['pi_ir_tx_root'] == "{{ postmortem_root | default('/') }}"
+
+
+def test_a_roles_notes_reach_the_record_bounded_and_only_as_strings():
+    """#38: a role hands notes to the record in <its short name>_notes; the roles are the plan's (the
+    registry's), a role the registry does not name is never read, and only a list of strings is kept."""
+    no_trial = 'No trial boot, config.txt is changed directly: board pi3: the trial boot is used on Raspberry Pi 4 and 5 only.'
+    values = {'pi_ir_tx_notes': [no_trial], 'llama_server_notes': {'not': 'a list'}, 'evil_notes': ['from nowhere']}
+    notes = remediation.role_notes([PI, LLAMA, 'evil'], values)
+    assert notes == [{'role': PI, 'note': no_trial},
+                     {'role': LLAMA, 'note': 'llama_server_notes is a dict, not a list of strings: its notes are not kept'}]
+    assert remediation.role_notes([PI], {'pi_ir_tx_notes': ['ok', 3]}) == [
+        {'role': PI, 'note': 'pi_ir_tx_notes is a list with an item that is not a string, not a list of strings: its notes are not kept'}]
+    assert remediation.role_notes([PI], {}) == []
+    many = remediation.role_notes([PI, DOCKER], {'pi_ir_tx_notes': ['x' * 600] * 15, 'docker_overlay_recover_notes': ['y'] * 10})
+    assert len(many) == remediation.NOTES_MAX == 20
+    assert all(len(n['note']) <= remediation.NOTE_CHARS == 500 for n in many) and many[0]['note'].endswith('...')
+    assert many[-1] == {'role': DOCKER, 'note': '... and 6 more note(s), not kept'}
+    chosen = {'roles': [PI], 'checks_by_role': {PI: ['pi_ir_tx']}, 'left': [], 'manual': []}
+    assert remediation.record(chosen, [PI], None, False, {}, notes[:1])['notes'] == notes[:1]
+    assert 'notes' not in remediation.record(chosen, [PI], None, False, {}, [])
+    failed = remediation.record(chosen, [], {'task': 'T', 'reason': 'r', 'lost': False}, False, {}, notes[:1])
+    assert failed['state'] == 'failed' and failed['notes'] == notes[:1]
+
+
+def test_the_notes_var_is_the_roles_short_name():
+    assert remediation.notes_var(PI) == 'pi_ir_tx_notes'
+    assert PI in remediation.remediation_roles() and 'evil' not in remediation.remediation_roles()

@@ -265,7 +265,8 @@ def test_every_host_failing_every_check_still_fits_a_screen():
         host = 'a-rather-long-host-name-%05d.example.internal' % index
         results[host] = audited(**dict((cid, finding(cid, 'affected', 'x' * 300)) for cid in ids))
         before[host] = results[host]
-        remediation[host] = {'state': ('failed', 'lost', 'not_run')[index % 3], 'task': 'T' * 300, 'reason': 'r' * 900}
+        remediation[host] = {'state': ('failed', 'lost', 'not_run')[index % 3], 'task': 'T' * 300, 'reason': 'r' * 900,
+                             'notes': [{'role': 'homelab.postmortem.pi_ir_tx', 'note': 'n' * 500}] * 20}
     built = report.build(list(results), results, checks, '0.2.0', before=before, remediation=remediation)
     lines = report_summary.summary_lines(built, {'html': '/r/postmortem.html', 'json': '/r/j', 'junit': '/r/x'})
     lines += report_summary.gate_lines(built, 'never', True, True, [])
@@ -496,3 +497,23 @@ def test_html_without_javascript_stays_bounded_at_ten_thousand_hosts():
     assert page.count('<tr data-host=') == report_html.WORST_HOSTS == 100
     assert '10000 host(s) need attention, the worst 100 shown' in page
     assert len(page) < 60000, len(page)  # summaries of 5,000 characters are cut to WORST_TEXT
+
+
+def test_the_roles_notes_reach_the_report_and_the_summary():
+    """#38: what a role handed to the record (a Pi 3 has no trial boot) is in the report's host record
+    and in the summary (the first few, then how many more); a record's notes in another shape are left out."""
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import terminal
+    pi = 'homelab.postmortem.pi_ir_tx'
+    no_trial = 'No trial boot, config.txt is changed directly: board pi3\x1b[2J.'
+    after = {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok')), 'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}
+    remediation = {'pi1': {'state': 'ran', 'notes': [{'role': pi, 'note': no_trial}]},
+                   'pi2': {'state': 'ran', 'notes': [{'role': pi, 'note': 'n%d' % i} for i in range(4)] + ['odd', {'role': 1, 'note': 'x'}]}}
+    built = report.build(['pi1', 'pi2'], after, CHECKS, '0.2.0', before=after, remediation=remediation)
+    assert json.loads(report.to_json(built))['hosts'][0]['remediation']['notes'] == [{'role': pi, 'note': no_trial}]
+    assert [n['note'] for n in built['hosts'][1]['remediation']['notes']] == ['n0', 'n1', 'n2', 'n3']
+    lines = terminal.visible_lines(report_summary.remediation_lines(built))
+    assert '  pi1: pi_ir_tx: No trial boot, config.txt is changed directly: board pi3\\x1b[2J.' in lines
+    assert '  pi2: pi_ir_tx: n0' in lines and '  pi2: pi_ir_tx: n1' in lines and '  pi2: pi_ir_tx: n2' not in lines
+    assert lines[-1] == '  ... and 2 more note(s) from the roles: see the reports'
+    plain = report.build(['pi1'], after, CHECKS, '0.2.0', before=after, remediation={'pi1': {'state': 'ran', 'notes': 'text'}})
+    assert 'notes' not in plain['hosts'][0]['remediation']
