@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # Options and attributes shared by audit_facts and every <id>_facts module.
+    # Options shared by audit_facts and every <id>_facts module (their attributes: attributes.facts).
     DOCUMENTATION = r'''
 options:
   probes:
@@ -60,20 +60,6 @@ options:
         pathological host cannot produce megabytes of facts.
     type: int
     default: 200
-attributes:
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  facts:
-    support: full
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
 notes:
   - Detections never change the host, and the module never reports C(changed).
   - Bad input on a host (an unreadable or binary config file, a process that exits while it

@@ -25,12 +25,12 @@ options:
         but those.
       - 'The groups and their detection ids:'
       # BEGIN GENERATED detection ids (scripts/gen_detection_files.py)
-      - C(pi) (group) - C(pi_ir_tx).
-      - C(llama) (group) - C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race).
-      - C(podman) (group) - C(podman_restart_userns), C(podman_export_idmap).
-      - C(docker) (group) - C(docker_overlay_sandbox).
-      - C(ollama) (group) - C(ollama_gemma4_renderer), C(ollama_format_think), C(ollama_schema_order).
-      - C(vllm) (group) - C(vllm_weight_cache), C(vllm_lora_patterns).
+      - V(pi) (group) - V(pi_ir_tx).
+      - V(llama) (group) - V(llama_lora_cache), V(llama_spec_logprobs), V(llama_sleep_race).
+      - V(podman) (group) - V(podman_restart_userns), V(podman_export_idmap).
+      - V(docker) (group) - V(docker_overlay_sandbox).
+      - V(ollama) (group) - V(ollama_gemma4_renderer), V(ollama_format_think), V(ollama_schema_order).
+      - V(vllm) (group) - V(vllm_weight_cache), V(vllm_lora_patterns).
       # END GENERATED detection ids
       - An unknown id or group fails the task before any detection runs.
       - With I(declared), the declared checks' ids, the group C(declared) and their own groups select them too.
@@ -49,6 +49,8 @@ options:
     default: []
     version_added: 0.2.0
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)

@@ -42,7 +42,8 @@ options:
     type: list
     elements: str
 extends_documentation_fragment:
-  - homelab.postmortem.controller
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.action
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts

@@ -70,14 +70,11 @@ options:
     description: Whether the check after the restart runs the C(overlay_ping) probe, for the steps.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: "Returns the same plan, with each step as C(would: ...); nothing is changed in either mode."
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
+notes:
+  - "Each step of the plan reads C(would: ...) in either mode: the module plans and changes nothing."
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.plan
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.docker_overlay_sandbox_facts

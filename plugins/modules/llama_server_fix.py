@@ -64,6 +64,8 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.remediation
   - homelab.postmortem.host
 seealso:

@@ -63,14 +63,11 @@ options:
     description: Where the backups go; created with mode 0700.
     type: path
     default: /var/lib/homelab-postmortem/ollama-modelfiles
-attributes:
-  check_mode:
-    support: full
-    description: Reports which models would be re-created, with the Modelfile diff, and changes nothing.
-  diff_mode:
-    support: full
-    description: Returns each changed model's Modelfile before and after.
+notes:
+  - In check mode the module reports which models would be re-created, with each Modelfile's diff.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.ollama_gemma4_renderer_facts

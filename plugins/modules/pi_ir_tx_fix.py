@@ -86,6 +86,8 @@ options:
     type: path
     default: /sys
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.remediation
   - homelab.postmortem.host
 seealso:

@@ -77,16 +77,13 @@ options:
     description: Keep a timestamped copy of an existing unit file before it is replaced.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Shows the unit (as a diff), the generator's verdict and the steps, and changes nothing.
-  diff_mode:
-    support: full
-    description: Returns the unit file before and after.
+notes:
+  - In check mode the module shows the unit (as a diff), the generator's verdict and the steps.
 requirements:
   - podman 4.4 or later (Quadlet), systemd as the init system, root.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.podman_restart_userns_facts

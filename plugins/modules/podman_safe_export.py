@@ -62,14 +62,11 @@ options:
     description: Seconds allowed for each podman command.
     type: int
     default: 600
-attributes:
-  check_mode:
-    support: full
-    description: Reports whether the archive would be written and the steps, and runs nothing.
-  diff_mode:
-    support: none
-    description: An archive has no text diff.
+notes:
+  - In check mode the module reports whether the archive would be written, and the steps.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.no_diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.podman_export_idmap_facts

@@ -37,7 +37,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - homelab.postmortem.controller
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.action
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts

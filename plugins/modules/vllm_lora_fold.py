@@ -63,14 +63,11 @@ options:
         patterns give different scales under the PEFT releases it allows (for example C(0.13.2)).
       - Overrides C(peft_version) in the config.
     type: str
-attributes:
-  check_mode:
-    support: full
-    description: Reports the factors and the new config, and writes nothing.
-  diff_mode:
-    support: full
-    description: Returns the adapter_config.json before and after.
+notes:
+  - In check mode the module reports the factors and the new C(adapter_config.json), and writes nothing.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.vllm_lora_patterns_facts
