@@ -14,9 +14,9 @@ short_description: Choose the remediation roles one host's findings call for
 version_added: 0.2.0
 description:
   - Runs on the controller (it is an action plugin), for each host, in the C(homelab.postmortem.remediate)
-    playbook. From the audit before remediation it picks the open findings (C(affected), C(at_risk)) and
+    playbook. From the audit before remediation it picks the open findings (V(affected), V(at_risk)) and
     returns the remediation roles they name, each once, in report order.
-  - Every open finding that is not fixed says why - not in I(remediate), accepted in I(accept), no role (a
+  - Every open finding that is not fixed says why - not in O(remediate), accepted in O(accept), no role (a
     manual fix), or not selected by C(--tags)/C(--skip-tags) (each role's tasks carry its detection's id).
 options:
   before_var:
@@ -24,7 +24,7 @@ options:
     type: str
     default: postmortem_before
   remediate:
-    description: Detection ids whose fixes may run; C(all) for every one.
+    description: Detection ids whose fixes may run; V(all) for every one.
     type: list
     elements: str
     default: [all]
