@@ -16,6 +16,7 @@ import yaml
 from ..helpers.paths import REPO_ROOT
 
 MODULES = sorted(f[:-3] for f in os.listdir(os.path.join(REPO_ROOT, 'plugins', 'modules')) if f.endswith('.py'))
+LOOKUPS = sorted(f[:-3] for f in os.listdir(os.path.join(REPO_ROOT, 'plugins', 'lookup')) if f.endswith('.py'))
 FRAGMENTS = sorted(f[:-3] for f in os.listdir(os.path.join(REPO_ROOT, 'plugins', 'doc_fragments')) if f.endswith('.py'))
 ROLES = sorted(r for r in os.listdir(os.path.join(REPO_ROOT, 'roles'))
                if os.path.isfile(os.path.join(REPO_ROOT, 'roles', r, 'meta', 'argument_specs.yml')))
@@ -83,14 +84,14 @@ def options_in_classic_markup(plugin, texts, options):
     return found
 
 
-def module_docs(name):
-    strings = _assigned_strings(os.path.join(REPO_ROOT, 'plugins', 'modules', '%s.py' % name))
+def module_docs(name, kind='modules'):
+    strings = _assigned_strings(os.path.join(REPO_ROOT, 'plugins', kind, '%s.py' % name))
     return yaml.safe_load(strings['DOCUMENTATION']), yaml.safe_load(strings.get('RETURN') or '{}') or {}
 
 
-@pytest.mark.parametrize('name', MODULES)
-def test_module_names_its_options_with_o(name):
-    doc, returns = module_docs(name)
+@pytest.mark.parametrize('kind, name', [('modules', m) for m in MODULES] + [('lookup', m) for m in LOOKUPS])
+def test_plugin_names_its_options_with_o(kind, name):
+    doc, returns = module_docs(name, kind)
     options = option_names(doc.get('options'))
     for slug in doc.get('extends_documentation_fragment') or []:
         options |= option_names(_fragment(slug).get('options'))
