@@ -34,7 +34,7 @@ def _collections_path():
 
 
 def _installed(module):
-    """A module of the installed collection (``plugins.module_utils.finding``)."""
+    """A module of the installed collection (``module_utils.finding``)."""
     if _collections_path() not in sys.path:
         sys.path.insert(0, _collections_path())
     return importlib.import_module('ansible_collections.homelab.postmortem.plugins.' + module)
@@ -47,9 +47,10 @@ def facts_options():
 
 
 @functools.lru_cache()
-def statuses():
-    """A finding's statuses: values, V()."""
-    return frozenset(_installed('module_utils.finding').STATUSES)
+def option_values():
+    """What a docs page names that is a value, V(): a finding's statuses and every probe's name (values of O(probes))."""
+    probes = [p for d in _installed('module_utils.registry').DETECTIONS for p in d.PROBES]
+    return frozenset(_installed('module_utils.finding').STATUSES) | frozenset(probes)
 
 
 # The environment variables the docs pages name, E(): the services' own prefixes.
@@ -61,24 +62,24 @@ def value(text):
     return 'V(%s)' % text.replace('\\', '\\\\').replace(')', '\\)')
 
 
-def _code(match, values=()):
+def _code(match):
     text = match.group(1)
     if text.split('=', 1)[0] in facts_options() and ')' not in text:
         return 'O(%s)' % text
     if ENVIRONMENT_VARIABLE.match(text):
         return 'E(%s)' % text
-    if text in statuses() or text in values:
+    if text in option_values():
         return value(text)
     # C() ends at the first ')': code holding parentheses is quoted instead.
     return "'%s'" % text if '(' in text or ')' in text else 'C(%s)' % text
 
 
-def to_ansible_markup(text, values=()):
+def to_ansible_markup(text):
     """Markdown of a docs page as ansible-doc markup: `code` -> C(code) (O() for an option, V() for a status or
-    one of ``values``, E() for an environment variable), [text](url) -> L(text, url)."""
+    a probe, E() for an environment variable), [text](url) -> L(text, url)."""
     text = re.sub(r'\[([^\]]+)\]\((https?://[^)\s]+)\)', lambda m: 'L(%s,%s)' % (m.group(1).replace(',', ''), m.group(2)), text)
     text = re.sub(r'\[([^\]]+)\]\(([^)]+)\)', lambda m: m.group(1), text)
-    text = re.sub(r'`([^`]+)`', lambda m: _code(m, values), text)
+    text = re.sub(r'`([^`]+)`', _code, text)
     text = re.sub(r'\*\*([^*]+)\*\*', r'\1', text)
     return ' '.join(text.split())
 
@@ -89,7 +90,7 @@ def section(page, heading):
     return match.group(1).strip() if match else ''
 
 
-def paragraphs(text, values=()):
+def paragraphs(text):
     """Paragraphs and list items of a markdown section, tables left out, each on one line."""
     items, current = [], []
     for line in text.splitlines() + ['']:
@@ -102,16 +103,16 @@ def paragraphs(text, values=()):
             current = [stripped[2:] if stripped.startswith(('- ', '* ')) else stripped] if stripped else []
             continue
         current.append(stripped)
-    return [to_ansible_markup(p, values) for p in items if p]
+    return [to_ansible_markup(p) for p in items if p]
 
 
-def status_table(text, values=()):
+def status_table(text):
     """[(status, when)] from the first markdown table of a section whose first column is a status."""
     rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip('|').split('|')]
         if len(cells) >= 2 and re.match(r'^`[a-z_]+`$', cells[0]):
-            rows.append((cells[0].strip('`'), to_ansible_markup(cells[1], values)))
+            rows.append((cells[0].strip('`'), to_ansible_markup(cells[1])))
     return rows
 
 
@@ -129,10 +130,9 @@ def _yaml(data, width=110):
 
 
 def documentation(detection, page, describe_type):
-    values = tuple(detection.PROBES)
-    what = paragraphs(section(page, 'What breaks'), values)
+    what = paragraphs(section(page, 'What breaks'))
     description = what[:3]
-    for status, when in status_table(section(page, 'How we detect it'), values):
+    for status, when in status_table(section(page, 'How we detect it')):
         description.append('Status %s - %s' % (value(status), when.rstrip('.')))
     description.append('Returns RV(ansible_facts.postmortem.%s); the same detection runs in M(homelab.postmortem.audit_facts) '
                        'with O(homelab.postmortem.audit_facts#module:checks=[%s]), with every other detection in one round trip.'
@@ -149,7 +149,7 @@ def documentation(detection, page, describe_type):
         default = spec.get('default')
         shown = 'none' if default is None else value(default if isinstance(default, str) else json.dumps(default))
         description.append('Setting C(%s) of O(settings) (%s, default %s) - %s'
-                           % (key, describe_type(spec), shown, to_ansible_markup(spec['description'], values)))
+                           % (key, describe_type(spec), shown, to_ansible_markup(spec['description'])))
     description.append('The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection\'s '
                        'C(docs/%s.md).' % detection.ID)
     doc = {
@@ -187,7 +187,7 @@ def examples(detection):
 
 
 def returns(detection, page):
-    evidence = paragraphs(section(page, 'Evidence'), tuple(detection.PROBES))
+    evidence = paragraphs(section(page, 'Evidence'))
     finding = {
         'description': ['The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence), '
                         'C(remediation), C(references)).'] + evidence,
@@ -295,7 +295,8 @@ def variables_page(interface):
 
 def outputs():
     """{path: generated text} for every generated file or block."""
-    audit_variables, registry, settings = (_installed('module_utils.' + name) for name in ('audit_variables', 'registry', 'settings'))
+    sys.path.insert(0, _collections_path())
+    from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry, settings
     found = {os.path.join(REPO_ROOT, 'docs', 'variables.md'): variables_page(audit_variables)}
     for detection in registry.DETECTIONS:
         with open(os.path.join(REPO_ROOT, 'docs', '%s.md' % detection.ID)) as handle:
