@@ -19,7 +19,13 @@ rm -rf "${src}" "${out}" && mkdir -p "${src}"
 chmod og-w "${src}"
 
 log "antsibull-docs lint-collection-docs"
-"${venv}/bin/antsibull-docs" lint-collection-docs --plugin-docs "${installed}"
+# On a copy outside the repository: given a path inside a git work tree, antsibull-docs copies only the files
+# git tracks, and build/ is not tracked, so it would lint no plugin at all and report nothing.
+lint_copy="$(mktemp -d)"
+trap 'rm -rf "${lint_copy}"' EXIT
+mkdir -p "${lint_copy}/ansible_collections/homelab"
+cp -r "${installed}" "${lint_copy}/ansible_collections/homelab/postmortem"
+"${venv}/bin/antsibull-docs" lint-collection-docs --plugin-docs "${lint_copy}/ansible_collections/homelab/postmortem"
 
 log "antsibull-docs: a page for every module and role"
 "${venv}/bin/antsibull-docs" --config-file "${REPO_ROOT}/docsite/antsibull-docs.cfg" collection --use-current \

@@ -12,6 +12,8 @@ Each generated part says so; tests/unit/contract/test_generated_files.py fails w
 
 Usage: .venv/bin/python scripts/gen_detection_files.py [--check]
 """
+import functools
+import importlib
 import json
 import os
 import re
@@ -31,14 +33,50 @@ def _collections_path():
     return os.environ.get('POSTMORTEM_COLLECTIONS_PATH', os.path.join(REPO_ROOT, 'build', 'collections'))
 
 
+def _installed(module):
+    """A module of the installed collection (``module_utils.finding``)."""
+    if _collections_path() not in sys.path:
+        sys.path.insert(0, _collections_path())
+    return importlib.import_module('ansible_collections.homelab.postmortem.plugins.' + module)
+
+
+@functools.lru_cache()
+def facts_options():
+    """The options every <id>_facts module takes (the detection doc fragment): `root` on a docs page is O(root)."""
+    return frozenset(yaml.safe_load(_installed('doc_fragments.detection').ModuleDocFragment.DOCUMENTATION)['options'])
+
+
+@functools.lru_cache()
+def option_values():
+    """What a docs page names that is a value, V(): a finding's statuses and every probe's name (values of O(probes))."""
+    probes = [p for d in _installed('module_utils.registry').DETECTIONS for p in d.PROBES]
+    return frozenset(_installed('module_utils.finding').STATUSES) | frozenset(probes)
+
+
+# The environment variables the docs pages name, E(): the services' own prefixes.
+ENVIRONMENT_VARIABLE = re.compile(r'^(OLLAMA|LLAMA_ARG|DOCKER|PODMAN|VLLM|HF)_[A-Z0-9_]+$')
+
+
+def value(text):
+    """V(text), with the escapes semantic markup needs."""
+    return 'V(%s)' % text.replace('\\', '\\\\').replace(')', '\\)')
+
+
 def _code(match):
     text = match.group(1)
+    if text.split('=', 1)[0] in facts_options() and ')' not in text:
+        return 'O(%s)' % text
+    if ENVIRONMENT_VARIABLE.match(text):
+        return 'E(%s)' % text
+    if text in option_values():
+        return value(text)
     # C() ends at the first ')': code holding parentheses is quoted instead.
     return "'%s'" % text if '(' in text or ')' in text else 'C(%s)' % text
 
 
 def to_ansible_markup(text):
-    """Markdown of a docs page as ansible-doc markup: `code` -> C(code), [text](url) -> L(text, url)."""
+    """Markdown of a docs page as ansible-doc markup: `code` -> C(code) (O() for an option, V() for a status or
+    a probe, E() for an environment variable), [text](url) -> L(text, url)."""
     text = re.sub(r'\[([^\]]+)\]\((https?://[^)\s]+)\)', lambda m: 'L(%s,%s)' % (m.group(1).replace(',', ''), m.group(2)), text)
     text = re.sub(r'\[([^\]]+)\]\(([^)]+)\)', lambda m: m.group(1), text)
     text = re.sub(r'`([^`]+)`', _code, text)
@@ -101,21 +139,23 @@ def documentation(detection, page, describe_type):
     what = paragraphs(lead(section(page, 'What breaks')))
     description = what[:3]
     for status, when in status_table(section(page, 'How we detect it')):
-        description.append('Status C(%s) - %s' % (status, when.rstrip('.')))
-    description.append('Returns C(ansible_facts.postmortem.%s); the same detection runs in M(homelab.postmortem.audit_facts) '
-                       'with C(checks: [%s]), with every other detection in one round trip.' % (detection.ID, detection.ID))
+        description.append('Status %s - %s' % (value(status), when.rstrip('.')))
+    description.append('Returns RV(ansible_facts.postmortem.%s); the same detection runs in M(homelab.postmortem.audit_facts) '
+                       'with O(homelab.postmortem.audit_facts#module:checks=[%s]), with every other detection in one round trip.'
+                       % (detection.ID, detection.ID))
     applies = detection.APPLIES
     if applies.get('root'):
-        description.append('Needs root (%s); without it the finding is C(unknown) and says so.' % applies['root'])
+        description.append('Needs root (%s); without it the finding is V(unknown) and says so.' % applies['root'])
     if not applies.get('image'):
-        description.append('Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).')
+        description.append('Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).')
     if detection.PROBES:
-        description.append('Opt-in probes (I(probes)) - %s; the docs page says what each sends and its bounds.'
-                           % ', '.join('C(%s)' % p for p in detection.PROBES))
+        description.append('Opt-in probes (O(probes)) - %s; the docs page says what each sends and its bounds.'
+                           % ', '.join(value(p) for p in detection.PROBES))
     for key, spec in sorted(detection.SETTINGS.items()):
         default = spec.get('default')
-        shown = 'none' if default is None else 'C(%s)' % (default if isinstance(default, str) else json.dumps(default))
-        description.append('Setting C(%s) (%s, default %s) - %s' % (key, describe_type(spec), shown, to_ansible_markup(spec['description'])))
+        shown = 'none' if default is None else value(default if isinstance(default, str) else json.dumps(default))
+        description.append('Setting C(%s) of O(settings) (%s, default %s) - %s'
+                           % (key, describe_type(spec), shown, to_ansible_markup(spec['description'])))
     description.append('The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection\'s '
                        'C(docs/%s.md).' % detection.ID)
     doc = {
@@ -123,7 +163,8 @@ def documentation(detection, page, describe_type):
         'short_description': detection.TITLE,
         'version_added': '0.1.0',
         'description': description,
-        'extends_documentation_fragment': ['homelab.postmortem.detection'],
+        'extends_documentation_fragment': ['homelab.postmortem.attributes', 'homelab.postmortem.attributes.facts',
+                                           'homelab.postmortem.detection'],
         'author': ['homelab.postmortem maintainers (@homelab-postmortem)'],
         'seealso': [{'module': 'homelab.postmortem.audit_facts'}],
     }
@@ -165,7 +206,8 @@ def returns(detection, page):
         'returned': 'always',
         'type': 'complex',
         'contains': {
-            'postmortem': {'description': 'Findings keyed by detection id; this module returns only C(%s).' % detection.ID,
+            'postmortem': {'description': 'Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.%s).'
+                                          % detection.ID,
                            'returned': 'always', 'type': 'complex', 'contains': {detection.ID: finding}},
             'postmortem_run': {'description': 'How the finding was produced (checks, probes, root, live, duration_ms, '
                                               'collection_version).', 'returned': 'always', 'type': 'dict'},
@@ -230,7 +272,7 @@ def checks_doc(registry):
     lines = [CHECKS_BEGIN]
     for group in registry.GROUPS:
         if group in groups:
-            lines.append('      - C(%s) (group) - %s.' % (group, ', '.join('C(%s)' % i for i in groups[group])))
+            lines.append('      - V(%s) (group) - %s.' % (group, ', '.join('V(%s)' % i for i in groups[group])))
     lines.append(CHECKS_END)
     return '\n'.join(lines)
 

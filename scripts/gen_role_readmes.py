@@ -44,8 +44,12 @@ def markdown(text):
             return '<%s>' % body
         if kind == 'B':
             return '**%s**' % body
-        if kind == 'O' and '=' in body:
-            return '`%s`' % body
+        if kind in ('O', 'RV') and '#' in body:
+            # O(fqcn#type:name) names another plugin's option.
+            plugin, name = body.split('#', 1)[0], body.split(':', 1)[1]
+            return '`%s` of `%s`' % (name, plugin)
+        if kind == 'P':
+            return '`%s`' % body.split('#', 1)[0]
         return '`%s`' % body
     return _MARKUP.sub(replace, text)
 

@@ -9,13 +9,13 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # Options and attributes shared by audit_facts and every <id>_facts module.
+    # Options shared by audit_facts and every <id>_facts module (their attributes: attributes.facts).
     DOCUMENTATION = r'''
 options:
   probes:
     description:
       - Probes to run, by name. A probe sends a bounded number of requests to a running
-        service (or, for C(ir_tx_trace), drives hardware) to measure the failure instead
+        service (or, for V(ir_tx_trace), drives hardware) to measure the failure instead
         of inferring it. Probes are never run unless listed here.
       - An unknown probe name fails the task before anything is read.
     type: list
@@ -24,7 +24,7 @@ options:
   root:
     description:
       - Alternate filesystem root for file-based checks, for example an SD-card image
-        mounted at C(/mnt/sdcard). With a root other than C(/) nothing that belongs to the
+        mounted at V(/mnt/sdcard). With a root other than V(/) nothing that belongs to the
         running system (processes, sysfs, the running kernel) is read.
       - Must be an absolute path to an existing directory; a relative path, a missing one or a
         file fails the task with the reason. C($HOME) and C(~) are not expanded.
@@ -33,7 +33,7 @@ options:
   settings:
     description:
       - 'Per-detection settings, keyed by detection id, for example
-        C({"pi_ir_tx": {"fixed_in": "6.18.60"}}). Each detection''s page in C(docs/) lists
+        V({"pi_ir_tx": {"fixed_in": "6.18.60"}}). Each detection''s page in C(docs/) lists
         its settings with their types and defaults.'
       - Every setting is checked against its type before any detection runs; an unknown id or key,
         or a value of the wrong type, fails the task once with a message that names the detection,
@@ -43,14 +43,14 @@ options:
   command_timeout:
     description:
       - Seconds one host command (C(podman ps), C(systemctl show), ...) may take. A command that takes
-        longer is killed with everything it started, and the detection that ran it reports C(unknown)
+        longer is killed with everything it started, and the detection that ran it reports V(unknown)
         naming the command and the limit; the other detections still run.
     type: int
     default: 30
   detection_timeout:
     description:
       - Seconds all host commands of one detection may take together; past it the detection reports
-        C(unknown). Give the audit task an Ansible C(timeout) above the sum as the last guard.
+        V(unknown). Give the audit task an Ansible C(timeout) above the sum as the last guard.
     type: int
     default: 300
   max_instances:
@@ -60,26 +60,12 @@ options:
         pathological host cannot produce megabytes of facts.
     type: int
     default: 200
-attributes:
-  check_mode:
-    support: full
-    description: Can run in check_mode and return changed status prediction without modifying target.
-  diff_mode:
-    support: none
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-  facts:
-    support: full
-    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
 notes:
   - Detections never change the host, and the module never reports C(changed).
   - Bad input on a host (an unreadable or binary config file, a process that exits while it
-    is read, a tool that fails or prints nonsense) gives that finding the status C(error), and a
-    host command that does not answer in time the status C(unknown), with the reason in
-    C(summary); the other detections still run. A bug in the collection itself is an C(error)
+    is read, a tool that fails or prints nonsense) gives that finding the status V(error), and a
+    host command that does not answer in time the status V(unknown), with the reason in
+    C(summary); the other detections still run. A bug in the collection itself is an V(error)
     that says so and names the exception.
   - Host-side code uses only the Python standard library.
 '''

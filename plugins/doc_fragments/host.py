@@ -9,14 +9,10 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # The platform attribute and the author of every hand-written module (the <id>_facts modules,
-    # generated, carry theirs through the detection fragment and the generator).
+    # The author of every hand-written module (the <id>_facts modules, generated, carry theirs
+    # through the generator); the attributes come from the attributes fragment.
     DOCUMENTATION = r'''
-attributes:
-  platform:
-    platforms: posix
-    support: full
-    description: Target OS/families that can be operated against.
+options: {}
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
 '''

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
 
-    # The backup option and attributes shared by the <id>_fix remediation modules
+    # The backup option shared by the <id>_fix remediation modules
     # (module_utils/filewrite.py does the writing for all of them).
     DOCUMENTATION = r'''
 options:
@@ -20,11 +20,4 @@ options:
       - Backups are never deleted by this collection; restore one by copying it over the file.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Reports what would change, with the diff, and writes nothing.
-  diff_mode:
-    support: full
-    description: Returns the before and after text of each changed file.
 '''

@@ -17,7 +17,7 @@ description:
   - The collection's C(docs/variables.md) lists every variable with its type, default and meaning.
 options:
   _terms:
-    description: Variable names, for example C(postmortem_task_timeout).
+    description: Variable names, for example V(postmortem_task_timeout).
     required: true
     type: list
     elements: str

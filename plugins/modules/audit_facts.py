@@ -14,41 +14,43 @@ short_description: Run homelab.postmortem detections on a host in one round trip
 version_added: 0.1.0
 description:
   - Runs any subset of the collection's detections on the target and returns one finding
-    per detection as C(ansible_facts.postmortem.<id>).
+    per detection in RV(ansible_facts.postmortem), keyed by detection id.
   - Detections read files, C(/proc), C(/sys) and C(systemctl show); they never change the host.
   - This is the module behind the C(homelab.postmortem.audit) playbook.
 options:
   checks:
     description:
-      - Detection ids or groups to run, like C(gather_subset). C(all) runs every detection; a group
-        runs its detections; C(!id) or C(!group) excludes them. A list of only exclusions means all
+      - Detection ids or groups to run, like O(ansible.builtin.setup#module:gather_subset). V(all) runs every detection; a group
+        runs its detections; V(!id) or V(!group) excludes them. A list of only exclusions means all
         but those.
       - 'The groups and their detection ids:'
       # BEGIN GENERATED detection ids (scripts/gen_detection_files.py)
-      - C(pi) (group) - C(pi_ir_tx).
-      - C(llama) (group) - C(llama_lora_cache), C(llama_spec_logprobs), C(llama_sleep_race).
-      - C(podman) (group) - C(podman_restart_userns), C(podman_export_idmap).
-      - C(docker) (group) - C(docker_overlay_sandbox).
-      - C(ollama) (group) - C(ollama_gemma4_renderer), C(ollama_format_think), C(ollama_schema_order).
-      - C(vllm) (group) - C(vllm_weight_cache), C(vllm_lora_patterns).
+      - V(pi) (group) - V(pi_ir_tx).
+      - V(llama) (group) - V(llama_lora_cache), V(llama_spec_logprobs), V(llama_sleep_race).
+      - V(podman) (group) - V(podman_restart_userns), V(podman_export_idmap).
+      - V(docker) (group) - V(docker_overlay_sandbox).
+      - V(ollama) (group) - V(ollama_gemma4_renderer), V(ollama_format_think), V(ollama_schema_order).
+      - V(vllm) (group) - V(vllm_weight_cache), V(vllm_lora_patterns).
       # END GENERATED detection ids
       - An unknown id or group fails the task before any detection runs.
-      - With I(declared), the declared checks' ids, the group C(declared) and their own groups select them too.
+      - With O(declared), the declared checks' ids, the group V(declared) and their own groups select them too.
     type: list
     elements: str
     default: [all]
   declared:
     description:
-      - Declared checks to ask, as C(homelab.postmortem.audit_validate) makes them from C(postmortem_check_files)
+      - Declared checks to ask, as M(homelab.postmortem.audit_validate) makes them from C(postmortem_check_files)
         (each an C(id), C(title), C(groups), C(timeout), C(digest) and C(gather), its questions). The host only
-        answers them, in C(ansible_facts.postmortem_declared); their verdict is the controller's
-        (C(homelab.postmortem.audit_report)). See the collection's C(docs/declared_checks.md).
-      - A check whose questions are wrong is that check's C(error); an entry that cannot even be named fails the task.
+        answers them, in RV(ansible_facts.postmortem_declared); their verdict is the controller's
+        (M(homelab.postmortem.audit_report)). See the collection's C(docs/declared_checks.md).
+      - A check whose questions are wrong is that check's V(error); an entry that cannot even be named fails the task.
     type: list
     elements: dict
     default: []
     version_added: 0.2.0
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -95,7 +97,7 @@ ansible_facts:
     postmortem:
       description:
         - Findings keyed by detection id. Every finding has C(id), C(title), C(status)
-          (one of C(ok), C(affected), C(at_risk), C(not_applicable), C(unknown), C(error)),
+          (one of V(ok), V(affected), V(at_risk), V(not_applicable), V(unknown), V(error)),
           C(summary), C(evidence), C(remediation) and C(references).
         - A detection that looked at several things (processes, config lines, containers)
           lists them in C(evidence.instances), each with C(name), C(status), C(summary)
@@ -130,8 +132,8 @@ ansible_facts:
       description:
         - The answers to the declared checks' questions, keyed by check id - C(digest), C(now) (the host's
           time) and C(answers) (one per question), or C(status) and C(reason) when the check could not be
-          asked (C(error), C(unknown), C(not_applicable)). Data for the controller's judge, not findings.
-      returned: when I(declared) is not empty
+          asked (V(error), V(unknown), V(not_applicable)). Data for the controller's judge, not findings.
+      returned: when O(declared) is not empty
       type: dict
     postmortem_run:
       description: How the findings were produced.
@@ -166,7 +168,7 @@ ansible_facts:
           type: int
           returned: always
         live:
-          description: Whether the running system was read (false when auditing an image through I(root)).
+          description: Whether the running system was read (false when auditing an image through O(root)).
           type: bool
           returned: always
         duration_ms:

@@ -16,12 +16,12 @@ description:
   - Runs on the controller (it is an action plugin). Reads each host's registered
     M(homelab.postmortem.audit_facts) result from C(hostvars), and writes
     C(postmortem.json) (all findings), C(postmortem-junit.xml) (one test case per host and
-    detection; C(affected) and C(at_risk) are failures, C(error) is an error,
-    C(not_applicable) and C(unknown) are skipped) and C(postmortem.html) (a self-contained
+    detection; V(affected) and V(at_risk) are failures, V(error) is an error,
+    V(not_applicable) and V(unknown) are skipped) and C(postmortem.html) (a self-contained
     host x detection grid, colour by status, evidence and fix on click, filter by status).
   - Hosts that were unreachable, or whose audit task failed, appear in every report with
     the reason, and the report is still written.
-  - A remediation run's report (I(before_var) or I(remediation_var)) is written as C(postmortem-remediate.json),
+  - A remediation run's report (O(before_var) or O(remediation_var)) is written as C(postmortem-remediate.json),
     C(postmortem-remediate-junit.xml), C(postmortem-remediate.html) and C(postmortem-remediate.prom), beside the
     audit's files and never over them.
   - A run that audited no host still replaces C(postmortem.*) (an older report must never look current), but the
@@ -70,23 +70,23 @@ options:
   fail_on:
     description:
       - Fail the task, after the reports are written, when any finding has this status or a more
-        serious one. Statuses from least to most serious are C(not_applicable), C(ok),
-        C(unknown), C(error), C(at_risk), C(affected). C(unknown) makes findings the audit could
+        serious one. Statuses from least to most serious are V(not_applicable), V(ok),
+        V(unknown), V(error), V(at_risk), V(affected). V(unknown) makes findings the audit could
         not decide fail the gate too.
-      - C(never) only reports.
+      - V(never) only reports.
     type: str
     default: never
     choices: [never, not_applicable, ok, unknown, error, at_risk, affected]
   fail_on_unaudited:
     description:
-      - With any I(fail_on) other than C(never), a host that could not be audited (unreachable, no
+      - With any O(fail_on) other than V(never), a host that could not be audited (unreachable, no
         usable Python, the audit task failed) fails the gate whatever the threshold is, and the
-        summary says so. Set to C(false) to let such hosts pass.
+        summary says so. Set to V(false) to let such hosts pass.
     type: bool
     default: true
   fail_on_no_hosts:
     description:
-      - Fail when the run audited no host at all, whatever I(fail_on) is - I(hosts) is empty, or every host
+      - Fail when the run audited no host at all, whatever O(fail_on) is - O(hosts) is empty, or every host
         was unreachable or failed. The report then says so, and why per host, instead of leaving an older
         one in place; C(homelab_postmortem_nothing_audited) is 1 in the metrics.
     type: bool
@@ -100,14 +100,14 @@ options:
   previous:
     description:
       - An earlier C(postmortem.json) to compare this audit with. By default the comparison is with the
-        last audit recorded in I(dest)'s C(postmortem-history.json); a remediation run's report or a run
+        last audit recorded in O(dest)'s C(postmortem-history.json); a remediation run's report or a run
         that audited no host is never that baseline unless named here.
       - Only measurements move a finding. Per host and check the report records C(drift) - C(opened) (measured
-        C(affected)/C(at_risk) and the last measurement was below, or there was none), C(reopened) (the same,
-        after a measured close), C(closed) (measured C(ok)/C(not_applicable) after C(affected)/C(at_risk)),
+        V(affected)/V(at_risk) and the last measurement was below, or there was none), C(reopened) (the same,
+        after a measured close), C(closed) (measured V(ok)/V(not_applicable) after V(affected)/V(at_risk)),
         C(unmeasured) (the last measurement was open and this run could not measure it); since when a host or
         check has gone unmeasured; hosts that appeared, vanished or were dropped from the history. The history
-        keeps the last measured status per host and check; an unreachable host or an C(unknown) check never
+        keeps the last measured status per host and check; an unreachable host or an V(unknown) check never
         replaces it. A previous report that cannot be used (corrupt, too large, another schema, not a regular
         file) is a note, never a failure.
     type: str
@@ -124,7 +124,7 @@ options:
     version_added: 0.2.0
   fail_on_new_only:
     description:
-      - With I(fail_on), fail only on findings this audit opened or reopened (and, with I(fail_on_unaudited),
+      - With O(fail_on), fail only on findings this audit opened or reopened (and, with O(fail_on_unaudited),
         hosts audited last time that could not be audited now). Known, unchanged findings pass.
     type: bool
     default: false
@@ -139,7 +139,7 @@ options:
   check_files:
     description:
       - The run's declared checks (C(postmortem_check_files)) - a YAML file, a directory of C(*.yml), or a list
-        of them. Each host's answers to their questions (C(ansible_facts.postmortem_declared)) are judged here,
+        of them. Each host's answers to their questions (RV(homelab.postmortem.audit_facts#module:ansible_facts.postmortem_declared)) are judged here,
         on the controller, before the report is built, and become findings like the built-in ones. Needs the
         Python package C(jmespath) on the controller. See the collection's C(docs/declared_checks.md).
       - A file that cannot be loaded any more (it changed during the run) fails the task; the report is still
@@ -164,7 +164,8 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
-  - homelab.postmortem.controller
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.action
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts
@@ -196,23 +197,23 @@ totals:
   type: dict
   sample: {at_risk: 1, not_applicable: 3, ok: 2}
 worst:
-  description: The most serious status in the report (unreachable and failed hosts count as C(error)).
+  description: The most serious status in the report (unreachable and failed hosts count as V(error)).
   returned: always
   type: str
   sample: at_risk
 summary:
-  description: The summary table, one line per element (when I(print_summary) is false; otherwise it is printed once).
-  returned: when print_summary is false
+  description: The summary table, one line per element (when O(print_summary) is false; otherwise it is printed once).
+  returned: when O(print_summary=false)
   type: list
   elements: str
 threshold_hits:
-  description: The host/check pairs at or above I(fail_on), and the hosts that could not be audited.
+  description: The host/check pairs at or above O(fail_on), and the hosts that could not be audited.
   returned: always
   type: list
   elements: str
 gate:
   description: What the gate decided - C(failed), and C(msg) saying why (null when it passed).
-  returned: when defer_failure is true
+  returned: when O(defer_failure=true)
   type: dict
   sample: {failed: true, msg: "1 finding(s) at or above at_risk: pi-1/pi_ir_tx: at_risk"}
 '''

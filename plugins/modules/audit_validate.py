@@ -41,10 +41,10 @@ description:
   - C(--tags) and C(--skip-tags) are checked too - in the remediation each must name a detection that has a
     remediation role; the audit has no tags (choose detections with C(postmortem_checks)).
   - Fails with every problem it found in one message, so a mistake costs no fleet run and no
-    host is half-audited. Whether a C(root) exists is checked on each host by the audit itself.
+    host is half-audited. Whether an O(homelab.postmortem.audit_facts#module:root) exists is checked on each host by the audit itself.
 options:
   playbook:
-    description: Which playbook's run this is; C(remediate) also checks the tags against the remediation roles.
+    description: Which playbook's run this is; V(remediate) also checks the tags against the remediation roles.
     type: str
     choices: [audit, remediate]
     default: audit
@@ -53,7 +53,8 @@ options:
     type: list
     elements: str
 extends_documentation_fragment:
-  - homelab.postmortem.controller
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.action
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts

@@ -16,7 +16,7 @@ description:
   - With O(stage=plan), sorts a C(docker_overlay_sandbox) finding of this node by the codes its instances carry
     (C(evidence.kind), C(evidence.cause); never by their names or summaries) into the containers cut off, what
     could not be judged and what is confirmed only by its carrier, and returns what the
-    C(homelab.postmortem.docker_overlay_recover) role does on this node as data (RV(scale_down), RV(restart),
+    P(homelab.postmortem.docker_overlay_recover#role) role does on this node as data (RV(scale_down), RV(restart),
     RV(start_again)) and as steps for a person (RV(steps)).
   - The containers to start again after the restart are read from the Engine API on the node's socket
     (O(docker_host)), only when something is cut off. They are the running ones whose restart policy is none or
@@ -32,7 +32,7 @@ description:
   - Reads only; the role runs the steps (one node at a time, which only the play can order).
 options:
   finding:
-    description: The C(docker_overlay_sandbox) finding of this node, as C(docker_overlay_sandbox_facts) returned it.
+    description: The C(docker_overlay_sandbox) finding of this node, as M(homelab.postmortem.docker_overlay_sandbox_facts) returned it.
     type: dict
     required: true
   stage:
@@ -41,7 +41,7 @@ options:
     default: plan
     choices: [plan, verify]
   docker_host:
-    description: The daemon's API socket (C(DOCKER_HOST) form, unix only), read for the containers to start again.
+    description: The daemon's API socket (E(DOCKER_HOST) form, unix only), read for the containers to start again.
     type: str
     default: unix:///var/run/docker.sock
   api_timeout:
@@ -67,17 +67,16 @@ options:
     elements: str
     default: [systemctl, restart, docker]
   probe:
-    description: Whether the check after the restart runs the C(overlay_ping) probe, for the steps.
+    description:
+      - Whether the check after the restart runs the
+        O(homelab.postmortem.docker_overlay_sandbox_facts#module:probes=overlay_ping) probe, for the steps.
     type: bool
     default: false
-attributes:
-  check_mode:
-    support: full
-    description: "Returns the same plan, with each step as C(would: ...); nothing is changed in either mode."
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
+notes:
+  - "In check mode each step of the plan reads C(would: ...); the module changes nothing in either mode."
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.plan
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.docker_overlay_sandbox_facts

@@ -37,28 +37,31 @@ description:
     C(Join) that fails *after* the count was raised is rolled back by that one C(sbLeave): balanced.) The container
     start reports such a failure as "failed to set up container networking: ..." (daemon/start_linux.go:38 at 29.0.0),
     which is one of the network-setup errors counted below, so these failed starts count like the others.'
-  - 'Returns C(ansible_facts.postmortem.docker_overlay_sandbox); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [docker_overlay_sandbox]), with every other detection in one round trip.'
+  - Returns RV(ansible_facts.postmortem.docker_overlay_sandbox); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[docker_overlay_sandbox]), with every other detection in
+    one round trip.
   - Needs root (the daemon's socket and the containers' network namespaces are root's); without it the finding is
-    C(unknown) and says so.
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - Opt-in probes (I(probes)) - C(overlay_ping); the docs page says what each sends and its bounds.
-  - 'Setting C(affected_from) (version, default C(29.0.0)) - First Engine version whose failed starts take a join
-    too many (moby PR #50945).'
-  - Setting C(api_timeout) (int (1 to 300), default C(10)) - Seconds one Engine API request may take.
-  - 'Setting C(exec_root) (str or null, default none) - The daemon''s exec root, used only where a container''s
-    sandbox key does not show it (NetworkSettings.SandboxKey is <exec-root>/netns/<id>); unset: as dockerd resolves
-    it (--exec-root, else "exec-root" in its config file, else its default).'
-  - Setting C(fixed_in) (version or null, default none) - First Engine version with the fix; unset while upstream
-    has none.
-  - Setting C(journal_unit) (str, default C(docker.service)) - Unit whose journal is searched for "Peer entry was
-    not in db" warnings.
-  - Setting C(probe_max_containers) (int (1 to 500), default C(20)) - Containers the overlay_ping probe sends one
-    ping from.
-  - Setting C(socket) (str, default C(unix:///var/run/docker.sock)) - The daemon's API socket (DOCKER_HOST form,
-    unix only).
+    V(unknown) and says so.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - Opt-in probes (O(probes)) - V(overlay_ping); the docs page says what each sends and its bounds.
+  - 'Setting C(affected_from) of O(settings) (version, default V(29.0.0)) - First Engine version whose failed starts
+    take a join too many (moby PR #50945).'
+  - Setting C(api_timeout) of O(settings) (int (1 to 300), default V(10)) - Seconds one Engine API request may take.
+  - 'Setting C(exec_root) of O(settings) (str or null, default none) - The daemon''s exec root, used only where
+    a container''s sandbox key does not show it (NetworkSettings.SandboxKey is <exec-root>/netns/<id>); unset: as
+    dockerd resolves it (--exec-root, else "exec-root" in its config file, else its default).'
+  - Setting C(fixed_in) of O(settings) (version or null, default none) - First Engine version with the fix; unset
+    while upstream has none.
+  - Setting C(journal_unit) of O(settings) (str, default V(docker.service)) - Unit whose journal is searched for
+    "Peer entry was not in db" warnings.
+  - Setting C(probe_max_containers) of O(settings) (int (1 to 500), default V(20)) - Containers the overlay_ping
+    probe sends one ping from.
+  - Setting C(socket) of O(settings) (str, default V(unix:///var/run/docker.sock)) - The daemon's API socket (DOCKER_HOST
+    form, unix only).
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/docker_overlay_sandbox.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -95,7 +98,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(docker_overlay_sandbox).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.docker_overlay_sandbox).
       returned: always
       type: complex
       contains:
@@ -117,7 +120,7 @@ ansible_facts:
               C(summary) are words for people and may be reworded; the codes are not. They are one table, C(module_utils/docker/overlay_evidence.py),
               and the hostile-input tests check every instance against it (docs/docker_overlay_sandbox.md, "Evidence",
               lists each).
-            - A finding without instances that is C(error) or C(unknown) is the node itself not judged (the daemon
+            - A finding without instances that is V(error) or V(unknown) is the node itself not judged (the daemon
               did not answer in time, a reply of the wrong shape, root needed).
           returned: always
           type: dict

@@ -27,22 +27,25 @@ description:
     and compares nothing, so after a global scale change the slot reuses the prefix it computed under the old scale
     (ggml-org/llama.cpp#26207). C(--cache-ram 0) does not touch this path; only turning prompt caching off does
     (C(--no-cache-prompt): C(n_past) stays 0 unless a request sends C(cache_prompt: true)).'
-  - Status C(per_request_restore) - C("lora") in each request
-  - Status C(per_request_slot) - C("lora") in each request
-  - Status C(global_restore) - C(POST /lora-adapters)
-  - Status C(global_slot) - C(POST /lora-adapters)
-  - 'Returns C(ansible_facts.postmortem.llama_lora_cache); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [llama_lora_cache]), with every other detection in one round trip.'
-  - Opt-in probes (I(probes)) - C(lora_cache); the docs page says what each sends and its bounds.
-  - 'Setting C(clients_force_cache_prompt) (bool, default C(false)) - Clients send "cache_prompt": true themselves,
-    which overrides --no-cache-prompt: judge servers as if prompt caching were on, and send it in the probe''s measured
-    requests.'
-  - Setting C(preset_paths) (list of str, default C([])) - Router preset INI files to read besides those named by
-    running routers.
-  - Setting C(probe_markers) (int (3 to 10), default C(3)) - Random probe prompts per path, each measured across
-    a scale change and with the same scale (the control).
+  - Status V(per_request_restore) - C("lora") in each request
+  - Status V(per_request_slot) - C("lora") in each request
+  - Status V(global_restore) - C(POST /lora-adapters)
+  - Status V(global_slot) - C(POST /lora-adapters)
+  - Returns RV(ansible_facts.postmortem.llama_lora_cache); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[llama_lora_cache]), with every other detection in one round
+    trip.
+  - Opt-in probes (O(probes)) - V(lora_cache); the docs page says what each sends and its bounds.
+  - 'Setting C(clients_force_cache_prompt) of O(settings) (bool, default V(false)) - Clients send "cache_prompt":
+    true themselves, which overrides --no-cache-prompt: judge servers as if prompt caching were on, and send it
+    in the probe''s measured requests.'
+  - Setting C(preset_paths) of O(settings) (list of str, default V([])) - Router preset INI files to read besides
+    those named by running routers.
+  - Setting C(probe_markers) of O(settings) (int (3 to 10), default V(3)) - Random probe prompts per path, each
+    measured across a scale change and with the same scale (the control).
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_lora_cache.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -83,7 +86,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(llama_lora_cache).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.llama_lora_cache).
       returned: always
       type: complex
       contains:

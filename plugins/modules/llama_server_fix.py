@@ -15,13 +15,13 @@ version_added: 0.1.0
 description:
   - Finds every llama-server instance the way the C(llama_lora_cache) and C(llama_sleep_race) detections do
     (running processes, C(llama serve), a router's models from its C(--models-preset)) and resolves its
-    configuration as llama.cpp does (config.ini files, then C(LLAMA_ARG_*) variables, then the command line).
-  - With I(cache_ram_off), sets C(--cache-ram) to 0 for instances that load LoRA adapters with the RAM prompt
-    cache on; with I(no_cache_prompt), turns prompt caching off for them. That closes the global path
+    configuration as llama.cpp does (config.ini files, then E(LLAMA_ARG_*) variables, then the command line).
+  - With O(cache_ram_off), sets C(--cache-ram) to 0 for instances that load LoRA adapters with the RAM prompt
+    cache on; with O(no_cache_prompt), turns prompt caching off for them. That closes the global path
     (scales changed with C(POST /lora-adapters)), which C(--cache-ram 0) leaves open, because a slot
     reuses its own prefix computed under the old scale. The cost is all prefix reuse.
-  - With I(restart_on_failure), sets C(Restart=on-failure) for instances with sleep mode on whose
-    unit would not restart them after a crash. With I(disable_sleep), sets
+  - With O(restart_on_failure), sets C(Restart=on-failure) for instances with sleep mode on whose
+    unit would not restart them after a crash. With O(disable_sleep), sets
     C(--sleep-idle-seconds -1) on them as well.
   - Each setting is changed where it is set - the config.ini or preset line that wins (its value, the key
     kept), the C(Environment=) line of the unit, the unit's C(ExecStart=) (or Quadlet C(Exec=)) tokens - and,
@@ -29,14 +29,14 @@ description:
     Every change is proved before anything is written, by resolving the instance again as it would start
     with the change; a setting that would not change, or that is set somewhere this module does not write
     (no unit, an C(EnvironmentFile=), the service manager's environment, a file in another mount namespace),
-    is left alone and listed in C(open) with the reason.
+    is left alone and listed in RV(open) with the reason.
   - Units under C(/etc/systemd/system) are edited in place; vendor units get a drop-in
     C(/etc/systemd/system/<unit>.d/50-homelab-postmortem.conf) (an C(ExecStart=) override starts
     with the empty reset line); Quadlet C(.container) files get C(Exec=) and C([Service] Restart=)
     edited in place. Only the lines that change are rewritten; each file is backed up first and
     written atomically; check mode returns the exact diff and writes nothing.
-  - It never reloads systemd or restarts anything; the C(homelab.postmortem.llama_server) role does
-    that when asked. Instances that no systemd service starts are returned in C(unmanaged) with the
+  - It never reloads systemd or restarts anything; the P(homelab.postmortem.llama_server#role) role does
+    that when asked. Instances that no systemd service starts are returned in RV(unmanaged) with the
     manual step.
 options:
   cache_ram_off:
@@ -46,7 +46,7 @@ options:
   no_cache_prompt:
     description:
       - Turn prompt caching off on instances that serve LoRA adapters with it on.
-      - Without it, those instances are listed in C(global_path_open).
+      - Without it, those instances are listed in RV(global_path_open).
     type: bool
     default: false
     version_added: 0.2.0
@@ -64,6 +64,8 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.remediation
   - homelab.postmortem.host
 seealso:
@@ -111,7 +113,7 @@ open:
   version_added: 0.2.0
 global_path_open:
   description:
-    - Instances that serve LoRA adapters with prompt caching on and that I(no_cache_prompt) did not
+    - Instances that serve LoRA adapters with prompt caching on and that O(no_cache_prompt) did not
       cover; clients that change scales with C(POST /lora-adapters) can get answers from KV of the
       old scale there.
   returned: always

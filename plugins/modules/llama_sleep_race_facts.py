@@ -22,20 +22,23 @@ description:
     on b11368);'
   - after tokenization, the task is queued while the loop sleeps and waits for the next request to wake the server
     (32 of 32 sends 46 to 34 ms before the sleep).
-  - Status C(at_risk) - sleep mode is on (C(>= 0)); the summary says whether a crash would be restarted
-  - Status C(ok) - sleep mode is off
-  - Status C(error) - a value llama-server refuses (not a number), a preset that is not text, cannot be read or
+  - Status V(at_risk) - sleep mode is on (C(>= 0)); the summary says whether a crash would be restarted
+  - Status V(ok) - sleep mode is off
+  - Status V(error) - a value llama-server refuses (not a number), a preset that is not text, cannot be read or
     does not parse
-  - Status C(unknown) - a listed preset file that does not exist; a value llama-server refuses (0); a configuration
+  - Status V(unknown) - a listed preset file that does not exist; a value llama-server refuses (0); a configuration
     not read in full (an unknown build's rules disagree, a config file changed after the server started) where it
-    would otherwise be C(ok)
-  - Status C(not_applicable) - no llama-server process and no preset
-  - 'Returns C(ansible_facts.postmortem.llama_sleep_race); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [llama_sleep_race]), with every other detection in one round trip.'
-  - Setting C(preset_paths) (list of str, default C([])) - Router preset INI files to read besides those named by
-    running routers.
+    would otherwise be V(ok)
+  - Status V(not_applicable) - no llama-server process and no preset
+  - Returns RV(ansible_facts.postmortem.llama_sleep_race); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[llama_sleep_race]), with every other detection in one round
+    trip.
+  - Setting C(preset_paths) of O(settings) (list of str, default V([])) - Router preset INI files to read besides
+    those named by running routers.
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_sleep_race.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -70,7 +73,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(llama_sleep_race).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.llama_sleep_race).
       returned: always
       type: complex
       contains:

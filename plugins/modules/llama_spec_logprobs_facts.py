@@ -19,12 +19,15 @@ description:
     (C(result.prob = 1.0f; // set later), never set). With a draft model that is every token after the first. The
     text is fine; anything that averages logprobs is not (mean -0.0011 with a draft model against -0.48 without,
     in the write-up). There is no per-request switch, and C(/props) always reports C(speculative.types: "none").'
-  - 'Returns C(ansible_facts.postmortem.llama_spec_logprobs); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [llama_spec_logprobs]), with every other detection in one round trip.'
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - Opt-in probes (I(probes)) - C(spec_logprobs); the docs page says what each sends and its bounds.
+  - Returns RV(ansible_facts.postmortem.llama_spec_logprobs); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[llama_spec_logprobs]), with every other detection in one
+    round trip.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - Opt-in probes (O(probes)) - V(spec_logprobs); the docs page says what each sends and its bounds.
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_spec_logprobs.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -54,7 +57,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(llama_spec_logprobs).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.llama_spec_logprobs).
       returned: always
       type: complex
       contains:

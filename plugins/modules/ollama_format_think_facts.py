@@ -23,27 +23,31 @@ description:
     the two-pass code (server/routes.go @ v0.33.0-rc2 l.2674-2677), which passes the format to llama-server once.
     Which models are native is chatModeForModel''s decision (l.2357-2385; the rules, per tag, are in ollama_schema_order):
     models whose thinking comes from the GGUF chat template (no TEMPLATE layer), and models with a Go TEMPLATE when
-    C(OLLAMA_GO_TEMPLATE) turns it off, are native. Models with a renderer or parser (every Gemma 4), safetensors
+    E(OLLAMA_GO_TEMPLATE) turns it off, are native. Models with a renderer or parser (every Gemma 4), safetensors
     models and harmony models (gpt-oss) stay rendered.'
-  - 'Returns C(ansible_facts.postmortem.ollama_format_think); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [ollama_format_think]), with every other detection in one round trip.'
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - Opt-in probes (I(probes)) - C(format_think); the docs page says what each sends and its bounds.
-  - Setting C(fixed_in) (version or null, default none) - First Ollama version that holds direct answers to the
-    schema; unset while none is known.
-  - Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
-    as skipped.
-  - Setting C(probe_max_models) (int (1 to 50), default C(3)) - Models the probe asks, at most.
-  - 'Setting C(probe_models) (list of str, default C([])) - Models the format_think probe asks (default: every thinking
-    model, up to probe_max_models).'
-  - 'Setting C(probe_seeds) (int (1 to 10), default C(2)) - Seeds per prompt: the probe sends 3 prompts x this many
-    requests per model.'
-  - Setting C(probe_timeout) (int (1 to 1800), default C(120)) - Seconds one probe request may take (the model may
-    have to load).
-  - Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
-  - Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
+  - Returns RV(ansible_facts.postmortem.ollama_format_think); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[ollama_format_think]), with every other detection in one
+    round trip.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - Opt-in probes (O(probes)) - V(format_think); the docs page says what each sends and its bounds.
+  - Setting C(fixed_in) of O(settings) (version or null, default none) - First Ollama version that holds direct
+    answers to the schema; unset while none is known.
+  - Setting C(max_models) of O(settings) (int (1 to 100000), default V(500)) - Models read at most; the rest are
+    counted and named as skipped.
+  - Setting C(probe_max_models) of O(settings) (int (1 to 50), default V(3)) - Models the probe asks, at most.
+  - 'Setting C(probe_models) of O(settings) (list of str, default V([])) - Models the format_think probe asks (default:
+    every thinking model, up to probe_max_models).'
+  - 'Setting C(probe_seeds) of O(settings) (int (1 to 10), default V(2)) - Seeds per prompt: the probe sends 3 prompts
+    x this many requests per model.'
+  - Setting C(probe_timeout) of O(settings) (int (1 to 1800), default V(120)) - Seconds one probe request may take
+    (the model may have to load).
+  - Setting C(timeout) of O(settings) (int (1 to 300), default V(10)) - Seconds one request may take.
+  - Setting C(url) of O(settings) (str, default V(http://127.0.0.1:11434)) - Ollama's address on the audited host
+    (loopback only).
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_format_think.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -73,7 +77,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(ollama_format_think).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.ollama_format_think).
       returned: always
       type: complex
       contains:
@@ -82,7 +86,7 @@ ansible_facts:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
               C(remediation), C(references)).
             - For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
-              C(OLLAMA_GO_TEMPLATE) and where it was read, the cloud models skipped, per model its capabilities
+              E(OLLAMA_GO_TEMPLATE) and where it was read, the cloud models skipped, per model its capabilities
               and its chat path with the reason, and with the probe the counts (requests, skipped_thinking, broke_schema_without_thinking,
               broke_schema_with_thinking) and up to three examples (prompt, seed, whether it thought, the reply's
               first 160 characters).

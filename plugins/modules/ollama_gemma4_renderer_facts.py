@@ -30,18 +30,22 @@ description:
     the last character B, M or K in any case, the rest through Go''s C(strconv.ParseFloat), then ''uint64(value
     × unit)''. Whatever does not parse, the empty string included, is "not ok" and the resolver falls back to small
     (l.50-54): an empty model type is small, never undecided. Only values whose C(uint64) conversion Go leaves to
-    the platform (negative, Inf, NaN, above 2^64) are C(unknown).'
-  - 'Returns C(ansible_facts.postmortem.ollama_gemma4_renderer); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [ollama_gemma4_renderer]), with every other detection in one round trip.'
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - Setting C(fixed_in) (version or null, default none) - First Ollama version with the 11.5e9 threshold (commit
-    122c7dab); unset while no release is confirmed.
-  - Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
-    as skipped.
-  - Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
-  - Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
+    the platform (negative, Inf, NaN, above 2^64) are V(unknown).'
+  - Returns RV(ansible_facts.postmortem.ollama_gemma4_renderer); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[ollama_gemma4_renderer]), with every other detection in
+    one round trip.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - Setting C(fixed_in) of O(settings) (version or null, default none) - First Ollama version with the 11.5e9 threshold
+    (commit 122c7dab); unset while no release is confirmed.
+  - Setting C(max_models) of O(settings) (int (1 to 100000), default V(500)) - Models read at most; the rest are
+    counted and named as skipped.
+  - Setting C(timeout) of O(settings) (int (1 to 300), default V(10)) - Seconds one request may take.
+  - Setting C(url) of O(settings) (str, default V(http://127.0.0.1:11434)) - Ollama's address on the audited host
+    (loopback only).
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_gemma4_renderer.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -65,7 +69,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(ollama_gemma4_renderer).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.ollama_gemma4_renderer).
       returned: always
       type: complex
       contains:

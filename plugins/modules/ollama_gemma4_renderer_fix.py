@@ -14,16 +14,16 @@ short_description: Pin RENDERER gemma4-large on Ollama models that resolve to th
 version_added: 0.1.0
 description:
   - For each named model, or by default every model the C(ollama_gemma4_renderer) detection reports
-    C(affected), re-creates the model through C(/api/create) from itself with C(renderer) set to
-    C(gemma4-large) and C(parser) C(gemma4), passing its system prompt, template, parameters, license and
+    V(affected), re-creates the model through C(/api/create) from itself with its stored renderer set to
+    O(renderer) (V(gemma4-large) by default) and C(parser) C(gemma4), passing its system prompt, template, parameters, license and
     messages as they are, then reads C(/api/show) back and fails if any of them changed.
   - Models whose stored renderer already is the wanted one are left alone, so a second run changes nothing.
-  - Refuses on Ollama before 0.21.0, where C(gemma4-large) does not exist (requests would fail with
+  - Refuses on Ollama before 0.21.0, where V(gemma4-large) does not exist (requests would fail with
     C(unknown renderer)).
   - Check mode (with diff) shows each model's Modelfile before and after and changes nothing.
   - Talks only to a loopback address of the host it runs on.
-  - Every model that will change is backed up (I(backup)) before the first one is re-created; a backup that cannot
-    be written (a read-only or full filesystem, a I(backup_dir) that is a file) stops the run with nothing changed.
+  - Every model that will change is backed up (O(backup)) before the first one is re-created; a backup that cannot
+    be written (a read-only or full filesystem, a O(backup_dir) that is a file) stops the run with nothing changed.
     Models are then re-created one at a time, each read back and verified. Models are independent, so one that was
     re-created and verified stays pinned when a later one fails; a model that was re-created but lost a field is
     re-created again as it was. A failure names the model and says which models were already re-created (with
@@ -37,7 +37,7 @@ options:
     description: A bearer token for C(/api/create), when a proxy in front of Ollama needs one. Never logged.
     type: str
   models:
-    description: Models to pin (short names, as in C(/api/tags)). Empty means every model the detection reports C(affected).
+    description: Models to pin (short names, as in C(/api/tags)). Empty means every model the detection reports V(affected).
     type: list
     elements: str
     default: []
@@ -54,7 +54,7 @@ options:
     default: 120
   backup:
     description:
-      - Write each model's Modelfile and C(/api/show) answer to I(backup_dir) before it is re-created, so the
+      - Write each model's Modelfile and C(/api/show) answer to O(backup_dir) before it is re-created, so the
         old configuration can be restored with C(ollama create NAME -f FILE). (A copy inside Ollama would be
         one more Gemma 4 model resolving to the small template.)
     type: bool
@@ -63,14 +63,11 @@ options:
     description: Where the backups go; created with mode 0700.
     type: path
     default: /var/lib/homelab-postmortem/ollama-modelfiles
-attributes:
-  check_mode:
-    support: full
-    description: Reports which models would be re-created, with the Modelfile diff, and changes nothing.
-  diff_mode:
-    support: full
-    description: Returns each changed model's Modelfile before and after.
+notes:
+  - In check mode the module reports which models would be re-created, with each Modelfile's diff.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.ollama_gemma4_renderer_facts
@@ -108,7 +105,7 @@ models:
       description: The stored renderer after.
       type: str
     backup:
-      description: The Modelfile written before the model was re-created, when I(backup) is on.
+      description: The Modelfile written before the model was re-created, when O(backup) is on.
       type: str
   sample: [{model: mygemma:latest, changed: true, before_renderer: gemma4, after_renderer: gemma4-large}]
 diff:

@@ -23,22 +23,26 @@ description:
   - 'What upstream''s code says (ollama/ollama, read to 2026-08-21, newest tag v0.33.0-rc2 = fb3076099; "first tag"
     counts pre-releases):'
   - Every Gemma 4 model has a renderer and keeps key order.
-  - 'Returns C(ansible_facts.postmortem.ollama_schema_order); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [ollama_schema_order]), with every other detection in one round trip.'
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - Opt-in probes (I(probes)) - C(schema_order); the docs page says what each sends and its bounds.
-  - Setting C(max_models) (int (1 to 100000), default C(500)) - Models read at most; the rest are counted and named
-    as skipped.
-  - Setting C(probe_max_models) (int (1 to 100), default C(5)) - Models the probe sends one short request to, at
-    most.
-  - 'Setting C(probe_models) (list of str, default C([])) - Models the schema_order probe asks (default: every model
-    at risk, up to probe_max_models).'
-  - Setting C(probe_timeout) (int (1 to 1800), default C(120)) - Seconds one probe request may take (the model may
-    have to load).
-  - Setting C(timeout) (int (1 to 300), default C(10)) - Seconds one request may take.
-  - Setting C(url) (str, default C(http://127.0.0.1:11434)) - Ollama's address on the audited host (loopback only).
+  - Returns RV(ansible_facts.postmortem.ollama_schema_order); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[ollama_schema_order]), with every other detection in one
+    round trip.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - Opt-in probes (O(probes)) - V(schema_order); the docs page says what each sends and its bounds.
+  - Setting C(max_models) of O(settings) (int (1 to 100000), default V(500)) - Models read at most; the rest are
+    counted and named as skipped.
+  - Setting C(probe_max_models) of O(settings) (int (1 to 100), default V(5)) - Models the probe sends one short
+    request to, at most.
+  - 'Setting C(probe_models) of O(settings) (list of str, default V([])) - Models the schema_order probe asks (default:
+    every model at risk, up to probe_max_models).'
+  - Setting C(probe_timeout) of O(settings) (int (1 to 1800), default V(120)) - Seconds one probe request may take
+    (the model may have to load).
+  - Setting C(timeout) of O(settings) (int (1 to 300), default V(10)) - Seconds one request may take.
+  - Setting C(url) of O(settings) (str, default V(http://127.0.0.1:11434)) - Ollama's address on the audited host
+    (loopback only).
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/ollama_schema_order.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -74,7 +78,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(ollama_schema_order).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.ollama_schema_order).
       returned: always
       type: complex
       contains:
@@ -83,7 +87,7 @@ ansible_facts:
             - The finding, with the keys every finding has (C(id), C(title), C(status), C(summary), C(evidence),
               C(remediation), C(references)).
             - 'For a version newer than v0.33.0-rc2, the newest tag read, C(rules_read_to) says so. Ollama version,
-              C(OLLAMA_GO_TEMPLATE) (state, value, as Ollama reads it, where it was read), the cloud models skipped,
+              E(OLLAMA_GO_TEMPLATE) (state, value, as Ollama reads it, where it was read), the cloud models skipped,
               per model: stored renderer and parser, format, family, whether its template is the default C({{ .Prompt
               }}), the chat path and the reason, and with the probe the keys and the first 200 characters of the
               reply.'

@@ -23,22 +23,25 @@ description:
     which replaced the catch-up loop condition "next expiry is already in the past" with ''hrtimer_expires_remaining(timer)
     > 0'', its opposite: the first callback now applies every edge at once. Seen on a Pi 4B (64-bit, 6.18.34+rpt-rpi-v8)
     and upstream on a Pi 3B+ (32-bit).'
-  - Status C(affected) - a pwm-ir-tx transmitter is registered and the running kernel is in range
-  - Status C(at_risk) - a pwm-ir-tx line applies to this board and the next boot's kernel is in range (or it runs
+  - Status V(affected) - a pwm-ir-tx transmitter is registered and the running kernel is in range
+  - Status V(at_risk) - a pwm-ir-tx line applies to this board and the next boot's kernel is in range (or it runs
     now but is not loaded yet)
-  - Status C(ok) - gpio-ir-tx, or pwm-ir-tx on a kernel outside the range
-  - Status C(unknown) - a pwm-ir-tx line, but no kernel to compare with (an image without C(/lib/modules))
-  - Status C(not_applicable) - no boot config and no transmitter, or no IR transmitter line for this board
-  - Status C(error) - config.txt or an include is not text, too large, unreadable, or includes loop; a setting that
+  - Status V(ok) - gpio-ir-tx, or pwm-ir-tx on a kernel outside the range
+  - Status V(unknown) - a pwm-ir-tx line, but no kernel to compare with (an image without C(/lib/modules))
+  - Status V(not_applicable) - no boot config and no transmitter, or no IR transmitter line for this board
+  - Status V(error) - config.txt or an include is not text, too large, unreadable, or includes loop; a setting that
     is not a version
-  - 'Returns C(ansible_facts.postmortem.pi_ir_tx); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [pi_ir_tx]), with every other detection in one round trip.'
-  - Opt-in probes (I(probes)) - C(ir_tx_trace); the docs page says what each sends and its bounds.
-  - Setting C(affected_from) (version, default C(6.18)) - First kernel version whose pwm-ir-tx sends nothing.
-  - Setting C(fixed_in) (version or null, default none) - First kernel version with the fix; unset while upstream
-    has none.
+  - Returns RV(ansible_facts.postmortem.pi_ir_tx); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[pi_ir_tx]), with every other detection in one round trip.
+  - Opt-in probes (O(probes)) - V(ir_tx_trace); the docs page says what each sends and its bounds.
+  - Setting C(affected_from) of O(settings) (version, default V(6.18)) - First kernel version whose pwm-ir-tx sends
+    nothing.
+  - Setting C(fixed_in) of O(settings) (version or null, default none) - First kernel version with the fix; unset
+    while upstream has none.
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/pi_ir_tx.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -79,7 +82,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(pi_ir_tx).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.pi_ir_tx).
       returned: always
       type: complex
       contains:

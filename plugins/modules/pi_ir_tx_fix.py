@@ -23,7 +23,7 @@ description:
     where it is written, C(dtparam=gpio_pin=...) lines after the overlay included. C(func), the
     pin's PWM function, has no meaning for gpio-ir-tx and is dropped from the line and from the
     C(dtparam=) lines in its scope (a line left empty is commented out); dropped parameters are
-    listed in C(replacements) and a warning. Other parameters go to the base device tree before and
+    listed in RV(replacements) and a warning. Other parameters go to the base device tree before and
     after, and stay.
   - The task fails and changes no file, naming the line and the reason, where a change would alter
     what a line means or the pin is not known - C(invert) (gpio-ir-tx has it, pwm-ir-tx does not, so
@@ -33,7 +33,7 @@ description:
     text, an unreadable include or an include loop.
   - Only the changed lines change; line endings, a missing final newline, comments and every
     other line are kept byte for byte. Each file is backed up first and written atomically.
-  - Nothing takes effect until the next boot; see the C(homelab.postmortem.pi_ir_tx) role for
+  - Nothing takes effect until the next boot; see the P(homelab.postmortem.pi_ir_tx#role) role for
     reboot handling.
   - "With O(trial) on a Raspberry Pi 4 or 5 whose bootloader reports tryboot support, the change is
     written as C(tryboot.txt) instead (included files it changes as C(<name>.tryboot.txt), with the
@@ -56,23 +56,23 @@ options:
     choices: [cm3, cm4, cm4s, cm5, pi0, pi02, pi0w, pi1, pi2, pi3, pi3+, pi4, pi400, pi5, pi500]
   step:
     description:
-      - C(write) plans and writes the change (to C(config.txt), or to the trial files, see O(trial)).
-      - C(verify) changes nothing and returns C(trial_boot), C(transmitters) and C(problems) (empty when this
+      - V(write) plans and writes the change (to C(config.txt), or to the trial files, see O(trial)).
+      - V(verify) changes nothing and returns RV(trial_boot), RV(transmitters) and RV(problems) (empty when this
         boot is the trial boot and a gpio-ir-tx transmitter and no pwm-ir-tx one is registered).
-      - C(promote) fails unless C(verify) finds no problem and the trial files are what the change gives now;
+      - V(promote) fails unless V(verify) finds no problem and the trial files are what the change gives now;
         then writes the change to C(config.txt) and its includes and removes the trial files.
-      - C(discard) removes the trial files this module wrote (never another program's C(tryboot.txt)).
+      - V(discard) removes the trial files this module wrote (never another program's C(tryboot.txt)).
     type: str
     choices: [write, verify, promote, discard]
     default: write
   trial:
     description:
-      - For O(step=write) on a live host (O(root) C(/)). C(never) writes C(config.txt).
-      - C(auto) writes the trial files where the trial boot is supported (Raspberry Pi 4 or 5 by the device
+      - For O(step=write) on a live host (O(root=/)). V(never) writes C(config.txt).
+      - V(auto) writes the trial files where the trial boot is supported (Raspberry Pi 4 or 5 by the device
         tree's model, C(/chosen/bootloader/tryboot) present and, where the bootloader reports
         C(capabilities), its TRYBOOT bit; no C(tryboot_a_b=1) in C(autoboot.txt)) and C(config.txt) elsewhere,
-        saying why in C(trial_reason).
-      - C(always) fails, changing nothing, where it is not supported.
+        saying why in RV(trial_reason).
+      - V(always) fails, changing nothing, where it is not supported.
       - A C(tryboot.txt) this module did not write (another updater's pending trial) fails the task.
     type: str
     choices: [never, auto, always]
@@ -86,6 +86,8 @@ options:
     type: path
     default: /sys
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.remediation
   - homelab.postmortem.host
 seealso:

@@ -21,19 +21,22 @@ description:
     is imported and used. C(podman cp ctr:/ -) does the same. The export code tars the on-disk storage with no ID
     mapping. Fixed upstream for C(export) only (podman#29899, merged 2026-10-06, not in any release yet); C(podman
     cp) is not touched by that fix. C(podman commit) maps the owners back.'
-  - 'Returns C(ansible_facts.postmortem.podman_export_idmap); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [podman_export_idmap]), with every other detection in one round trip.'
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - Opt-in probes (I(probes)) - C(export_owners); the docs page says what each sends and its bounds.
-  - Setting C(probe_max_bytes) (int (1024 to 68719476736), default C(536870912)) - Bytes of one export the probe
-    reads at most.
-  - Setting C(probe_max_containers) (int (0 to 1000), default C(5)) - Containers the export_owners probe exports
-    per user.
-  - Setting C(probe_timeout) (int (1 to 3600), default C(60)) - Seconds one probe export may take.
-  - Setting C(users) (list of str, default C([])) - Users whose rootless containers are checked besides the one
-    the module runs as (needs root).
+  - Returns RV(ansible_facts.postmortem.podman_export_idmap); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[podman_export_idmap]), with every other detection in one
+    round trip.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - Opt-in probes (O(probes)) - V(export_owners); the docs page says what each sends and its bounds.
+  - Setting C(probe_max_bytes) of O(settings) (int (1024 to 68719476736), default V(536870912)) - Bytes of one export
+    the probe reads at most.
+  - Setting C(probe_max_containers) of O(settings) (int (0 to 1000), default V(5)) - Containers the export_owners
+    probe exports per user.
+  - Setting C(probe_timeout) of O(settings) (int (1 to 3600), default V(60)) - Seconds one probe export may take.
+  - Setting C(users) of O(settings) (list of str, default V([])) - Users whose rootless containers are checked besides
+    the one the module runs as (needs root).
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/podman_export_idmap.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -69,7 +72,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(podman_export_idmap).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.podman_export_idmap).
       returned: always
       type: complex
       contains:
@@ -80,7 +83,7 @@ ansible_facts:
             - 'Per user: C(user), C(podman_version), C(rootless), C(podman_facts) (where each came from, or "not
               read: no container"), C(containers), C(mapped), C(shifting) (mapped and not the identity). Per container:
               C(name), C(id), C(state), C(uid_map), C(gid_map), C(userns_mode), C(image), C(user), C(mapping) (C(identity),
-              C(shifted) or C(unknown)) and C(mapping_reason), and with the probe C(probe.owners) (path → C(uid/gid)),
+              C(shifted) or V(unknown)) and C(mapping_reason), and with the probe C(probe.owners) (path → C(uid/gid)),
               C(probe.bytes_read), C(probe.written_to_disk: false).'
           returned: always
           type: dict

@@ -20,18 +20,18 @@ description:
     splits them. Every option with a Quadlet key in that version becomes the key (booleans with their
     real value, values written so the generator reads them back unchanged); the others go to
     C(PodmanArgs=) (global options to C(GlobalArgs=), C(--module) to C(ContainersConfModule=)),
-    exactly as given, and are listed in C(notes). The restart policy becomes C([Service] Restart=)
+    exactly as given, and are listed in RV(notes). The restart policy becomes C([Service] Restart=)
     (Quadlet adds C(--rm)). Options Quadlet cannot express fail the task with the reason.
   - The unit is validated with the Quadlet generator's dry run before anything is touched, and the
     command line the generator makes is compared option by option with the recorded CreateCommand;
     any option lost, changed or added (beyond what Quadlet adds to every container) fails the task
-    (C(conformance) in the result). Then the unit
+    (RV(conformance) in the result). Then the unit
     is written (backup first, atomic), systemd reloaded, the old container stopped and renamed aside, the
     service started and checked. Only when the new container runs is the old one removed, without its
     volumes. If the service does not come up, everything is put back as it was and the task fails.
   - A container whose writable layer has changes (C(podman diff)) is refused, because removing it would
-    lose them, unless I(commit) is true; then it is committed to an image first and the unit uses that.
-  - A running container is only replaced with I(replace_running), since replacing it restarts it.
+    lose them, unless O(commit) is true; then it is committed to an image first and the unit uses that.
+  - A running container is only replaced with O(replace_running), since replacing it restarts it.
   - A container already run by this unit (label C(PODMAN_SYSTEMD_UNIT)) is left alone, so a second run
     changes nothing.
 options:
@@ -77,16 +77,13 @@ options:
     description: Keep a timestamped copy of an existing unit file before it is replaced.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Shows the unit (as a diff), the generator's verdict and the steps, and changes nothing.
-  diff_mode:
-    support: full
-    description: Returns the unit file before and after.
+notes:
+  - In check mode the module shows the unit (as a diff), the generator's verdict and the steps.
 requirements:
   - podman 4.4 or later (Quadlet), systemd as the init system, root.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.podman_restart_userns_facts
@@ -151,17 +148,17 @@ steps:
   type: list
   elements: str
 layer_changes:
-  description: Writable-layer changes found by C(podman diff) that would be lost without I(commit).
+  description: Writable-layer changes found by C(podman diff) that would be lost without O(commit).
   returned: when the container could be converted
   type: list
   elements: str
 committed_image:
   description: The image the writable layer was committed to.
-  returned: when I(commit) was used and the layer had changes
+  returned: when O(commit) was used and the layer had changes
   type: str
 backup_file:
   description: Copy of the unit file that was replaced.
-  returned: when an existing unit file was replaced and I(backup) is true
+  returned: when an existing unit file was replaced and O(backup) is true
   type: str
 skipped_reason:
   description: Why a container was left as it is although it is not converted yet.

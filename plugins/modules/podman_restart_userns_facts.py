@@ -23,15 +23,18 @@ description:
     test passes. Reproduced with Debian 13''s podman 5.4.2; upstream reports it on 5.7.0 and 6.1.3. The same container
     unmapped, or with C(--security-opt apparmor=unconfined), keeps restarting; a Quadlet unit with C(UIDMap=) and
     C(Restart=always) is restarted by systemd every time.'
-  - 'Returns C(ansible_facts.postmortem.podman_restart_userns); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [podman_restart_userns]), with every other detection in one round trip.'
-  - Needs root (rootful containers and their events belong to root); without it the finding is C(unknown) and says
+  - Returns RV(ansible_facts.postmortem.podman_restart_userns); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[podman_restart_userns]), with every other detection in
+    one round trip.
+  - Needs root (rootful containers and their events belong to root); without it the finding is V(unknown) and says
     so.
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - Setting C(fixed_in) (version or null, default none) - First podman version with the fix; unset while upstream
-    has none.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - Setting C(fixed_in) of O(settings) (version or null, default none) - First podman version with the fix; unset
+    while upstream has none.
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/podman_restart_userns.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -56,7 +59,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(podman_restart_userns).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.podman_restart_userns).
       returned: always
       type: complex
       contains:

@@ -17,11 +17,11 @@ description:
     C(--userns=auto)) writes every file owner shifted by the mapping, with exit code 0. This module
     exports through a commit instead, which maps the owners back - C(podman commit) the container
     to a temporary image, C(podman create) a plain container from it, C(podman export) that.
-  - The archive is written to a temporary file next to I(dest), its owners are checked, and only
-    then is it renamed onto I(dest). Files that are root's in every image (C(etc/passwd),
-    C(etc/group), C(usr/bin/su), C(bin/su)) must be 0/0, and every path in I(expect_owners) must
+  - The archive is written to a temporary file next to O(dest), its owners are checked, and only
+    then is it renamed onto O(dest). Files that are root's in every image (C(etc/passwd),
+    C(etc/group), C(usr/bin/su), C(bin/su)) must be 0/0, and every path in O(expect_owners) must
     have the owner given. When the check fails, or nothing could be checked, the module fails and
-    I(dest) is not touched.
+    O(dest) is not touched.
   - The temporary container, image and file are removed whether the export succeeds or fails.
   - Works for rootful containers and, with C(become_user), for a user's rootless containers.
 options:
@@ -35,12 +35,12 @@ options:
     required: true
   force:
     description:
-      - Replace I(dest) when it exists. Without it an existing I(dest) is left alone and the task
+      - Replace O(dest) when it exists. Without it an existing O(dest) is left alone and the task
         reports no change.
     type: bool
     default: false
   backup:
-    description: With I(force), keep a timestamped copy of the archive being replaced.
+    description: With O(force), keep a timestamped copy of the archive being replaced.
     type: bool
     default: true
   mode:
@@ -62,14 +62,11 @@ options:
     description: Seconds allowed for each podman command.
     type: int
     default: 600
-attributes:
-  check_mode:
-    support: full
-    description: Reports whether the archive would be written and the steps, and runs nothing.
-  diff_mode:
-    support: none
-    description: An archive has no text diff.
+notes:
+  - In check mode the module reports whether the archive would be written, and the steps.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.no_diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.podman_export_idmap_facts
@@ -126,7 +123,7 @@ steps:
   elements: str
 backup_file:
   description: Copy of the replaced archive.
-  returned: when I(force) replaced an archive and I(backup) is true
+  returned: when O(force) replaced an archive and O(backup) is true
   type: str
 '''
 

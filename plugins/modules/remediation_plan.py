@@ -14,9 +14,9 @@ short_description: Choose the remediation roles one host's findings call for
 version_added: 0.2.0
 description:
   - Runs on the controller (it is an action plugin), for each host, in the C(homelab.postmortem.remediate)
-    playbook. From the audit before remediation it picks the open findings (C(affected), C(at_risk)) and
+    playbook. From the audit before remediation it picks the open findings (V(affected), V(at_risk)) and
     returns the remediation roles they name, each once, in report order.
-  - Every open finding that is not fixed says why - not in I(remediate), accepted in I(accept), no role (a
+  - Every open finding that is not fixed says why - not in O(remediate), accepted in O(accept), no role (a
     manual fix), or not selected by C(--tags)/C(--skip-tags) (each role's tasks carry its detection's id).
   - After the roles, the playbook calls it again to record what each role did. The record carries the notes each
     role of the plan handed over in the fact C(<role's short name>_notes) (for example C(pi_ir_tx_notes)); only a
@@ -27,7 +27,7 @@ options:
     type: str
     default: postmortem_before
   remediate:
-    description: Detection ids whose fixes may run; C(all) for every one.
+    description: Detection ids whose fixes may run; V(all) for every one.
     type: list
     elements: str
     default: [all]
@@ -40,7 +40,8 @@ options:
     type: bool
     default: false
 extends_documentation_fragment:
-  - homelab.postmortem.controller
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.action
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.audit_facts

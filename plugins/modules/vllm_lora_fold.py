@@ -18,8 +18,8 @@ description:
     (PEFT 0.18.0 and later write it), else the releases the config's fields allow (C(exclude_modules) from
     0.14.0, C(corda_config) from 0.15.0, C(target_parameters) from 0.17.0, and every other field of each
     release's C(LoraConfig)). When those releases would have trained a module at different scales the task
-    fails and names them; I(peft_version) then says which PEFT trained the adapter.
-  - Writes a new adapter directory I(dest) (the original is never modified) where each module's C(lora_B)
+    fails and names them; O(peft_version) then says which PEFT trained the adapter.
+  - Writes a new adapter directory O(dest) (the original is never modified) where each module's C(lora_B)
     is multiplied by trained scale / base scale (base = C(lora_alpha / r), or C(/ sqrt(r)) with rsLoRA),
     the ranks the tensors need stay in C(rank_pattern) under each module's full name, and C(alpha_pattern)
     gives every module the base scale. So vLLM before 0.32.0 (one scale for all), vLLM 0.32.0 and later,
@@ -28,19 +28,19 @@ description:
   - Keeps C(r), C(lora_alpha), C(use_rslora), every other config field, each tensor's dtype (C(F32),
     C(F16), C(BF16) can be scaled; a module of another dtype that needs a factor fails the task) and the
     safetensors metadata (with a C(homelab.postmortem.folded_from) entry naming the source and its
-    fingerprint). Tensors are streamed one at a time; the directory is written beside I(dest), fsynced, and
-    swapped into place in one step (C(renameat2) with C(RENAME_EXCHANGE)), so I(dest) is never missing; an
-    existing I(dest) is first kept as a timestamped backup (hard links), durable before I(dest) is touched.
+    fingerprint). Tensors are streamed one at a time; the directory is written beside O(dest), fsynced, and
+    swapped into place in one step (C(renameat2) with C(RENAME_EXCHANGE)), so O(dest) is never missing; an
+    existing O(dest) is first kept as a timestamped backup (hard links), durable before O(dest) is touched.
     A filesystem that cannot swap directories fails the task and changes nothing.
-  - An I(dest) folded from the same source (same config and weights header) is left alone, so a second run
+  - An O(dest) folded from the same source (same config and weights header) is left alone, so a second run
     changes nothing. Check mode reports the factors and writes nothing.
-  - Refuses a I(dest) that is I(src), lies inside it or holds it (also through links and bind mounts), an
+  - Refuses a O(dest) that is O(src), lies inside it or holds it (also through links and bind mounts), an
     adapter with C(lora_alpha) 0, weights safetensors itself would refuse (overlapping or missing tensor
     data, a header it cannot parse), and a pattern key whose matching does not finish within 2 seconds (as
     PEFT's own C(re.match) would not); the message names the key. Files are opened without blocking, so a named
     pipe where a file should be is refused, not waited on.
   - When writing fails (a read-only or full filesystem), the partial copy is removed and the message says that
-    I(dest) is unchanged; when the swap into place fails, the new copy and the backup are removed and I(dest) is
+    O(dest) is unchanged; when the swap into place fails, the new copy and the backup are removed and O(dest) is
     unchanged.
   - The plan is checked under PEFT's three pattern rules and vLLM before and after 0.32.0 first; when module
     names overlap so that a pattern key would match another module, the task fails and nothing is written.
@@ -50,27 +50,24 @@ options:
     type: path
     required: true
   dest:
-    description: The directory to write the folded adapter to. Must not be I(src).
+    description: The directory to write the folded adapter to. Must not be O(src).
     type: path
     required: true
   max_listed:
-    description: Modules listed in C(factors).
+    description: Modules listed in RV(factors).
     type: int
     default: 20
   peft_version:
     description:
       - The PEFT version that trained the adapter, for an adapter whose config does not tell it and whose
-        patterns give different scales under the PEFT releases it allows (for example C(0.13.2)).
+        patterns give different scales under the PEFT releases it allows (for example V(0.13.2)).
       - Overrides C(peft_version) in the config.
     type: str
-attributes:
-  check_mode:
-    support: full
-    description: Reports the factors and the new config, and writes nothing.
-  diff_mode:
-    support: full
-    description: Returns the adapter_config.json before and after.
+notes:
+  - In check mode the module reports the factors and the new C(adapter_config.json), and writes nothing.
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.diff
   - homelab.postmortem.host
 seealso:
   - module: homelab.postmortem.vllm_lora_patterns_facts
@@ -102,7 +99,7 @@ modules_scaled:
   returned: always
   type: int
 factors:
-  description: The first I(max_listed) modules with a factor other than 1, and the factor.
+  description: The first O(max_listed) modules with a factor other than 1, and the factor.
   returned: always
   type: list
   elements: dict
@@ -119,8 +116,8 @@ peft_rule:
   returned: always
   type: dict
 backup:
-  description: Where the existing I(dest) was kept (its files hard-linked) before the new one took its place.
-  returned: when I(dest) existed and was replaced
+  description: Where the existing O(dest) was kept (its files hard-linked) before the new one took its place.
+  returned: when O(dest) existed and was replaced
   type: str
 '''
 

@@ -26,18 +26,21 @@ description:
     (fused MoE experts); the patterns are matched against C(<module>.<parameter>) (C(tuners_utils.py) C(_inject_parameters),
     0.17.0 l.735-761), and the saved keys are C(...experts.base_layer) for the parameter wrapped first (C(gate_up_proj),
     registered first in transformers'' fused experts) and C(...experts) for the second (C(down_proj)).'
-  - 'Returns C(ansible_facts.postmortem.vllm_lora_patterns); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [vllm_lora_patterns]), with every other detection in one round trip.'
-  - Setting C(adapter_paths) (list of str, default C([])) - Directories to scan for PEFT adapters (an adapter folder
-    or a tree of them), besides the --lora-modules of running vLLM servers.
-  - Setting C(max_adapters) (int (1 to 100000), default C(500)) - Adapters read at most; the rest are counted as
-    skipped.
-  - Setting C(max_modules_listed) (int (1 to 10000), default C(10)) - Modules listed per adapter in the evidence
-    (all are counted).
-  - Setting C(vllm_prefixes) (list of str, default C([])) - Python prefixes (virtualenvs) to look for vLLM in when
-    no vLLM process runs.
+  - Returns RV(ansible_facts.postmortem.vllm_lora_patterns); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[vllm_lora_patterns]), with every other detection in one
+    round trip.
+  - Setting C(adapter_paths) of O(settings) (list of str, default V([])) - Directories to scan for PEFT adapters
+    (an adapter folder or a tree of them), besides the --lora-modules of running vLLM servers.
+  - Setting C(max_adapters) of O(settings) (int (1 to 100000), default V(500)) - Adapters read at most; the rest
+    are counted as skipped.
+  - Setting C(max_modules_listed) of O(settings) (int (1 to 10000), default V(10)) - Modules listed per adapter
+    in the evidence (all are counted).
+  - Setting C(vllm_prefixes) of O(settings) (list of str, default V([])) - Python prefixes (virtualenvs) to look
+    for vLLM in when no vLLM process runs.
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/vllm_lora_patterns.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -72,7 +75,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(vllm_lora_patterns).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.vllm_lora_patterns).
       returned: always
       type: complex
       contains:

@@ -26,18 +26,23 @@ description:
     tensors from the weight cache daemon" and serves the base model''s weights. It is the same code in 0.30.0, 0.31.0,
     0.32.0 and 0.33.0 (C(protocol.py); the newest release, 0.33.0, at lines 283-304): unfixed in every release to
     date.'
-  - 'Returns C(ansible_facts.postmortem.vllm_weight_cache); the same detection runs in M(homelab.postmortem.audit_facts)
-    with C(checks: [vllm_weight_cache]), with every other detection in one round trip.'
-  - 'Reads the running system only: with a I(root) other than C(/) the finding is C(not_applicable).'
-  - 'Setting C(content_check) (str (one of sample, full, off), default C(sample)) - Compare tensor bytes of daemon
-    and engine checkpoints: 3 x 4 KiB per tensor (sample), every byte (full), or not at all (off: matching keys
-    are at_risk).'
-  - 'Setting C(journal_lines) (int (0 to 1000000), default C(20000)) - Lines of the engine unit''s journal searched
-    for its last weight cache line ("Mapped N tensors" or "falling back to disk loading"; 0: do not read the journal).'
-  - Setting C(max_listed) (int (1 to 1000), default C(10)) - Differing tensors listed in the evidence.
-  - Setting C(max_tensors) (int (1 to 1000000), default C(20000)) - Tensors compared per checkpoint at most.
+  - Returns RV(ansible_facts.postmortem.vllm_weight_cache); the same detection runs in M(homelab.postmortem.audit_facts)
+    with O(homelab.postmortem.audit_facts#module:checks=[vllm_weight_cache]), with every other detection in one
+    round trip.
+  - 'Reads the running system only: with an O(root) other than V(/) the finding is V(not_applicable).'
+  - 'Setting C(content_check) of O(settings) (str (one of sample, full, off), default V(sample)) - Compare tensor
+    bytes of daemon and engine checkpoints: 3 x 4 KiB per tensor (sample), every byte (full), or not at all (off:
+    matching keys are at_risk).'
+  - 'Setting C(journal_lines) of O(settings) (int (0 to 1000000), default V(20000)) - Lines of the engine unit''s
+    journal searched for its last weight cache line ("Mapped N tensors" or "falling back to disk loading"; 0: do
+    not read the journal).'
+  - Setting C(max_listed) of O(settings) (int (1 to 1000), default V(10)) - Differing tensors listed in the evidence.
+  - Setting C(max_tensors) of O(settings) (int (1 to 1000000), default V(20000)) - Tensors compared per checkpoint
+    at most.
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/vllm_weight_cache.md).
 extends_documentation_fragment:
+  - homelab.postmortem.attributes
+  - homelab.postmortem.attributes.facts
   - homelab.postmortem.detection
 author:
   - homelab.postmortem maintainers (@homelab-postmortem)
@@ -67,7 +72,7 @@ ansible_facts:
   type: complex
   contains:
     postmortem:
-      description: Findings keyed by detection id; this module returns only C(vllm_weight_cache).
+      description: Findings keyed by detection id; this module returns only RV(ansible_facts.postmortem.vllm_weight_cache).
       returned: always
       type: complex
       contains:

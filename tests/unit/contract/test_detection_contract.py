@@ -163,9 +163,9 @@ def test_facts_module(detection):
 def test_audit_facts_documents_every_check_and_group():
     checks = ' '.join(module_doc('audit_facts')['options']['checks']['description'])
     for detection in DETECTIONS:
-        assert 'C(%s)' % detection.ID in checks
+        assert 'V(%s)' % detection.ID in checks
     for group in registry.groups():
-        assert 'C(%s)' % group in checks
+        assert 'V(%s)' % group in checks
 
 
 def test_every_disruptive_fix_has_a_switch_that_is_off_by_default():
