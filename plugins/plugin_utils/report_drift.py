@@ -92,10 +92,6 @@ class State(object):
                       if h not in now_hosts and (parse_stamp(when) or limit) <= limit)
 
 
-# Kept as the name the callers know: an earlier audit to compare with is a State.
-Baseline = State
-
-
 def read_bounded(path, limit):
     """The bytes of a regular file, at most ``limit``; raises ValueError with the reason otherwise.
     Opened without blocking (a FIFO must not hang the report) and checked before it is read."""

