@@ -5,7 +5,7 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_encoding, report_files, report_gate, report_html, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_encoding, report_files, report_gate, report_summary
 
 from ...helpers.report import host_entry, open_block, render_html, to_json, to_junit
 
