@@ -17,6 +17,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, REMEDIATION_KEYS
 
 from ..helpers.paths import REPO_ROOT, load_script
+from ..helpers.settings_spec import check_spec
 
 DETECTIONS = registry.DETECTIONS
 IDS = [d.ID for d in DETECTIONS]
@@ -56,7 +57,7 @@ def test_declarations(detection):
     assert callable(getattr(detection, 'absent', callable))  # optional: why there is nothing to judge
     assert isinstance(detection.APPLIES['image'], bool)
     assert isinstance(detection.PROBES, tuple)
-    assert settings.check_spec(detection.SETTINGS) == []
+    assert check_spec(detection.SETTINGS) == []
     assert callable(detection.detect)
 
 
