@@ -13,8 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, host_findings, role_specs
-
-OPEN = ('affected', 'at_risk')
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import OPEN
 
 
 def findings_of(before):

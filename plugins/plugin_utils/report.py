@@ -23,6 +23,8 @@ from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding
 # ``error``: an operator who fails on errors wants to hear about a host that
 # could not be audited at all.
 HOST_PROBLEMS = ('unreachable', 'failed')
+# A finding's statuses that call for a fix.
+OPEN = ('affected', 'at_risk')
 
 
 # 3: per host unmeasured (check: since), unmeasured_since and last_measured_at; last_good at the top;

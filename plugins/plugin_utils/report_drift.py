@@ -36,12 +36,11 @@ import json
 import os
 import stat
 
-from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import SCHEMA_VERSION
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import OPEN, SCHEMA_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import parse_stamp
 
 HISTORY_FILE = 'postmortem-history.json'
 HISTORY_SCHEMA = 2
-OPEN = ('affected', 'at_risk')
 MEASURED_CLOSED = ('ok', 'not_applicable')
 MEASURED = MEASURED_CLOSED + OPEN
 CHANGES = ('opened', 'reopened', 'closed', 'unmeasured', 'unchanged')

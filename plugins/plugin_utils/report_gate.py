@@ -12,7 +12,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK
-from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_summary import OPEN, fit
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import OPEN
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_summary import fit
 
 NOT_AUDITED = '(not audited)'
 # Remediation states of a host whose fixes did not all run (remediate.yml's postmortem_remediation).

@@ -19,6 +19,7 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK, STATUSES, json_safe
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import HOST_PROBLEMS, OPEN
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import age
 
 WIDTH = 100
@@ -26,8 +27,6 @@ LINES = 60
 WORST_HOSTS = 8
 MIN_WORST_HOSTS = 3
 REMEDIATION_HOSTS = 2
-HOST_PROBLEMS = ('unreachable', 'failed')
-OPEN = ('affected', 'at_risk')
 # Statuses that need a person: a fix, or a look at why the audit could not tell.
 ATTENTION = ('affected', 'at_risk', 'error', 'unknown')
 _SHORT = {'not_applicable': 'n/a', 'unreachable': 'unreach'}
