@@ -35,6 +35,7 @@ __metaclass__ = type
 
 import os
 import re
+from collections import namedtuple
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
@@ -168,19 +169,12 @@ class Conditions(object):
         return result
 
 
-class ConfigLine(object):
-    """One setting of the stream the firmware reads: where it is written and what is in force there."""
+class ConfigLine(namedtuple('ConfigLine', 'path lineno text key value conditions included_from')):
+    """One setting of the stream the firmware reads: where it is written and what is in force there.
+    ``included_from``: 'file:line' of each include that inserted this text, outermost first. Lines are
+    told apart by identity (a file included twice gives equal lines at two places in the stream)."""
 
-    __slots__ = ('path', 'lineno', 'text', 'key', 'value', 'conditions', 'included_from')
-
-    def __init__(self, path, lineno, text, key, value, conditions, included_from):
-        self.path = path
-        self.lineno = lineno
-        self.text = text
-        self.key = key
-        self.value = value
-        self.conditions = conditions
-        self.included_from = included_from  # ('file:line' of each include that inserted this text, outermost first)
+    __slots__ = ()
 
     def applies(self, board):
         return self.conditions.evaluate(board)
