@@ -16,7 +16,8 @@ from ansible.utils.display import Display
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_metrics, report_summary, terminal
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_gate, report_metrics
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary, terminal
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 display = Display()
@@ -62,6 +63,29 @@ def _host_var(hostvars, host, name, unreadable):
         return unreadable('its %s could not be read on the controller: %s' % (name, reason))
 
 
+def _collect(hostvars, hosts, args):
+    """Each host's audit result, and (a remediation run) its earlier result and what its remediation
+    recorded, read from its variables: ({host: result}, {host: earlier}, {host: record}); the last
+    two are None when the task names no variable for them."""
+    results = {}
+    before = {} if args['before_var'] else None
+    remediation = {} if args['remediation_var'] else None
+    for host in hosts:
+        results[host] = _host_var(hostvars, host, args['result_var'], lambda why: {'failed': True, 'msg': why})
+        if before is not None:
+            before[host] = _host_var(hostvars, host, args['before_var'], lambda why: {'failed': True, 'msg': why})
+        if remediation is not None:
+            remediation[host] = _host_var(hostvars, host, args['remediation_var'], lambda why: {'state': 'unknown', 'reason': why})
+    return results, before, remediation
+
+
+def _interpreters(hostvars, results):
+    """The interpreter each host whose module failed was set to: its reason names it when the module
+    could not start. Only shown, never run."""
+    return dict((host, _host_var(hostvars, host, 'ansible_python_interpreter', lambda why: None))
+                for host, result in results.items() if isinstance(result, dict) and result.get('failed'))
+
+
 def _accept(report, path, known):
     """Mark accepted findings; a file that cannot be used (audit_validate checked it before the run,
     but it may have changed since) accepts nothing and says why: the gate then counts every finding.
@@ -79,6 +103,7 @@ def _declared(check_files, results, before):
     be loaded now (changed during the run) is the run's failure: its hosts' answers are not judged."""
     if check_files in (None, '', []):
         return None, results, before, None
+    # Imported here: the JMESPath judge is loaded only by a run that declares checks.
     from ansible_collections.homelab.postmortem.plugins.plugin_utils import declared_checks, declared_judge
     try:
         checks = declared_checks.load(check_files, registry.BY_ID, registry.GROUPS)
@@ -86,6 +111,89 @@ def _declared(check_files, results, before):
         return None, results, before, 'the declared checks were not judged: %s' % '; '.join(exc.problems[:5])
     return (checks, declared_judge.judge_results(results, checks),
             declared_judge.judge_results(before, checks) if before else before, None)
+
+
+def _scope(args, task_vars, check_mode):
+    """What the run asked for (its host pattern, inventory, limit, check mode) and how long it took."""
+    scope = {
+        'host_pattern': args['host_pattern'],
+        'inventory': [str(s) for s in task_vars.get('ansible_inventory_sources') or []],
+        'limit': task_vars.get('ansible_limit'),
+        'check_mode': check_mode,
+    }
+    if args['started_at']:
+        scope['duration_seconds'] = round(max(0.0, time.time() - args['started_at']), 3)
+    return scope
+
+
+def _drift(report, dest, known, previous):
+    """The drift history to write after this run (report['drift'] is set), or None when there is none
+    to keep: a remediation run, or a run without hosts. Only the ids this run knows are compared, kept
+    and made metrics (a host's others never got this far)."""
+    if report['kind'] != 'audit' or not report['hosts']:
+        return None
+    history, _drift_record = report_drift.drift_since(report, dest, known, previous)
+    return history
+
+
+def _write_reports(report, dest, formats):
+    """The report files: ({format: path}, [problems]). A run that audited nothing keeps the last good
+    report aside first, and never writes over one it could not keep."""
+    audit = report['kind'] == 'audit'
+    if audit and report.get('nothing_audited'):
+        kept, keep_problems = report_files.keep_last_good(dest, report_drift.report_data)
+        if kept:
+            report['last_good'] = kept
+        if keep_problems:
+            return {}, keep_problems + ['%s was left as it was' % report_files.REPORT_FILES['json']]
+    paths, problems = report_files.write(report, dest, formats)
+    if audit and not report.get('nothing_audited') and 'json' in paths:
+        report_files.forget_last_good(dest)
+    return paths, problems
+
+
+def _write_history(report, dest, history):
+    """The drift history beside the reports: [problems]."""
+    if history is None or not os.path.isdir(dest):
+        return []
+    try:
+        report_files.atomic_write(os.path.join(dest, report_drift.HISTORY_FILE),
+                                  [json.dumps(report_drift.next_history(report, history), separators=(',', ':')), '\n'])
+    except (IOError, OSError) as exc:
+        return ['the drift history was not written: %s' % (exc.strerror or exc)]
+    return []
+
+
+def _write_textfile(report, textfile_dir, duration, paths):
+    """node_exporter's textfile (its path added to ``paths``): [problems]."""
+    if not textfile_dir:
+        return []
+    path = os.path.join(os.path.abspath(textfile_dir), report_metrics.FILE)
+    try:
+        report_files.atomic_write(path, [report_metrics.render(report, time.time(), duration)])
+    except (IOError, OSError) as exc:
+        return ['%s was not written: %s' % (path, exc.strerror or exc)]
+    paths['textfile'] = path
+    return []
+
+
+def _write(report, dest, args, history, duration):
+    """Every file the run writes: ({kind: path}, [problems]). None of them raises: the summary is
+    printed whatever happens to the files, it is the report of last resort."""
+    paths, problems = _write_reports(report, dest, args['formats'])
+    problems += _write_history(report, dest, history)
+    problems += _write_textfile(report, args['textfile_dir'], duration, paths)
+    return paths, problems
+
+
+def _summarize(report, paths, gate_line, write_problems, declared_problem):
+    """The terminal summary, host strings (summaries, reasons, a history's time stamps) made visible."""
+    lines = report_summary.summary_lines(report, paths) + [gate_line]
+    if write_problems:
+        lines.append('Report files NOT written: ' + '; '.join(write_problems))
+    if declared_problem:
+        lines.append('Declared checks NOT judged: ' + declared_problem)
+    return terminal.visible_lines(lines)
 
 
 class ActionModule(ControllerAction):
@@ -96,110 +204,38 @@ class ActionModule(ControllerAction):
     def run(self, tmp=None, task_vars=None):
         result, task_vars, args, hosts = self.start(tmp, task_vars)
         hostvars = task_vars.get('hostvars') or {}
-        results, before, remediation = {}, {}, {}
-        for host in hosts:
-            results[host] = _host_var(hostvars, host, args['result_var'], lambda why: {'failed': True, 'msg': why})
-            if args['before_var']:
-                before[host] = _host_var(hostvars, host, args['before_var'], lambda why: {'failed': True, 'msg': why})
-            if args['remediation_var']:
-                remediation[host] = _host_var(hostvars, host, args['remediation_var'],
-                                              lambda why: {'state': 'unknown', 'reason': why})
-
-        # A host whose module failed: its reason names the interpreter it was set to, when it could not start.
-        interpreters = {}
-        for host, host_result in results.items():
-            if isinstance(host_result, dict) and host_result.get('failed'):
-                interpreters[host] = _host_var(hostvars, host, 'ansible_python_interpreter', lambda why: None)
-
+        results, before, remediation = _collect(hostvars, hosts, args)
         declared, results, before, declared_problem = _declared(args['check_files'], results, before)
         checks = [(d.ID, d.TITLE) for d in registry.DETECTIONS] + (declared.report_checks() if declared else [])
-        scope = {
-            'host_pattern': args['host_pattern'],
-            'inventory': [str(s) for s in task_vars.get('ansible_inventory_sources') or []],
-            'limit': task_vars.get('ansible_limit'),
-            'check_mode': bool(self._task.check_mode),
-        }
-        if args['started_at']:
-            scope['duration_seconds'] = round(max(0.0, time.time() - args['started_at']), 3)
-        report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION,
-                                    before=before if args['before_var'] else None,
-                                    remediation=remediation if args['remediation_var'] else None, scope=scope,
-                                    described=declared.described() if declared else None, interpreters=interpreters)
+        known = frozenset(cid for cid, _title in checks)
+        scope = _scope(args, task_vars, bool(self._task.check_mode))
+        report = fleet_report.build(hosts, results, checks, COLLECTION_VERSION, before=before, remediation=remediation,
+                                    scope=scope, described=declared.described() if declared else None,
+                                    interpreters=_interpreters(hostvars, results))
         dest = os.path.abspath(args['dest'])
         if args['accept']:
-            report['accept'] = _accept(report, args['accept'], set(cid for cid, _title in checks))
-        history = None
-        if report['kind'] == 'audit' and hosts:
-            # Only the ids this run knows are compared, kept and made metrics (a host's others never got this far).
-            history, _drift = report_drift.drift_since(report, dest, frozenset(cid for cid, _title in checks),
-                                                       args['previous'])
-        keep_problems = []
-        if report['kind'] == 'audit' and report.get('nothing_audited'):
-            kept, keep_problems = report_files.keep_last_good(dest, report_drift.report_data)
-            if kept:
-                report['last_good'] = kept
-        # The summary is printed whatever happens to the files: it is the report of last resort.
-        if keep_problems:
-            # Never written over a good report that could not be kept.
-            paths, write_problems = {}, keep_problems + ['%s was left as it was' % report_files.REPORT_FILES['json']]
-        else:
-            paths, write_problems = report_files.write(report, dest, args['formats'])
-        if report['kind'] == 'audit' and not report.get('nothing_audited') and 'json' in paths:
-            report_files.forget_last_good(dest)
-        if history is not None and os.path.isdir(dest):
-            try:
-                report_files.atomic_write(os.path.join(dest, report_drift.HISTORY_FILE),
-                                          [json.dumps(report_drift.next_history(report, history), separators=(',', ':')), '\n'])
-            except (IOError, OSError) as exc:
-                write_problems.append('the drift history was not written: %s' % (exc.strerror or exc))
-        if args['textfile_dir']:
-            path = os.path.join(os.path.abspath(args['textfile_dir']), report_metrics.FILE)
-            try:
-                report_files.atomic_write(path, [report_metrics.render(report, time.time(), scope.get('duration_seconds'))])
-                paths['textfile'] = path
-            except (IOError, OSError) as exc:
-                write_problems.append('%s was not written: %s' % (path, exc.strerror or exc))
-        hits = fleet_report.threshold_reached(report, args['fail_on'], args['fail_on_unaudited'], args['fail_on_new_only'])
-        lines = report_summary.summary_lines(report, paths)
-        lines += report_summary.gate_lines(report, args['fail_on'], args['fail_on_unaudited'], args['fail_on_no_hosts'], hits,
-                                           args['fail_on_new_only'])
-        if write_problems:
-            lines += ['Report files NOT written: ' + '; '.join(write_problems)]
-        if declared_problem:
-            lines += ['Declared checks NOT judged: ' + declared_problem]
-        # Host strings (summaries, reasons, a history's time stamps) reach the terminal only made visible.
-        lines = terminal.visible_lines(lines)
+            report['accept'] = _accept(report, args['accept'], known)
+        history = _drift(report, dest, known, args['previous'])
+        paths, write_problems = _write(report, dest, args, history, scope.get('duration_seconds'))
+        gate = report_gate.Policy.from_options(args)
+        hits = gate.hits(report)
+        lines = _summarize(report, paths, gate.line(report, hits), write_problems, declared_problem)
         if args['print_summary']:
             display.display('\n'.join(lines))
-        result.update(
-            changed=False,
-            paths=paths,
-            totals=report['totals'],
-            worst=fleet_report.worst(report),
-            threshold_hits=hits,
-        )
-        if not args['print_summary']:
+        else:
             result['summary'] = lines
-        failures = [declared_problem] if declared_problem else []
-        if report.get('nothing_audited') and args['fail_on_no_hosts']:
-            failures.append('%s; set postmortem_fail_on_no_hosts: false to let such a run pass' % report['nothing_audited'])
-        if write_problems:
-            failures.append('the report could not be written: %s' % '; '.join(write_problems))
-        unfinished = [e['name'] for e in report['hosts']
-                      if (e.get('remediation') or {}).get('state') in ('failed', 'lost', 'not_run')]
-        if unfinished:
-            failures.append('Remediation did not finish: %s (failed, lost during its fixes, or not touched because an '
-                            'earlier batch failed or lost a host). The report above says why, per host' % ', '.join(unfinished))
-        if hits:
-            unaudited = [h for h in hits if h.endswith('(not audited)')]
-            failures.append('%d %sfinding(s) at or above %s%s: %s' % (
-                len(hits) - len(unaudited), 'new ' if args['fail_on_new_only'] else '', args['fail_on'],
-                (' and %d host(s) that could not be audited' % len(unaudited)) if unaudited else '',
-                '; '.join(hits[:10])))
-        # The playbooks fail the run in a play of their own on the controller (defer_failure), so that
-        # the recap never counts the gate against the audited host this task happened to run on.
+        problems = ([declared_problem] if declared_problem else []) + (
+            ['the report could not be written: %s' % '; '.join(write_problems)] if write_problems else [])
+        return self.finish(result, report, paths, hits, gate.failures(report, hits, problems), args['defer_failure'])
+
+    @staticmethod
+    def finish(result, report, paths, hits, failures, defer_failure):
+        """The task's result. The playbooks fail the run in a play of their own on the controller
+        (defer_failure), so that the recap never counts the gate against the audited host this task
+        happened to run on."""
+        result.update(changed=False, paths=paths, totals=report['totals'], worst=fleet_report.worst(report), threshold_hits=hits)
         gate = {'failed': bool(failures), 'msg': terminal.visible('. '.join(failures)) if failures else None}
-        if args['defer_failure']:
+        if defer_failure:
             result['gate'] = gate
         elif failures:
             result['failed'] = True

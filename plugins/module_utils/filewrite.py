@@ -19,6 +19,8 @@ state FAT's rename cannot avoid (the new entry written, the staging entry not ye
 pointing at the same clusters) is then repaired by fsck.fat in favour of the file, and a staging
 file with the file's own text is never deleted here (that would free the file's clusters).
 
+A whole directory is replaced by treewrite.py, in the same steps.
+
 Every fix module names its backups with :func:`backup_path`, on every filesystem they write to:
 FAT refuses ``:`` in names (the names ``AnsibleModule.backup_local`` makes) and has no owners or
 permission bits to copy, so a ``chmod``/``chown`` there is refused (kernel vfat: EPERM) or not
@@ -31,15 +33,13 @@ __metaclass__ = type
 
 import errno
 import os
-import platform
-import shutil
 import time
-from stat import S_ISDIR, S_ISLNK, S_ISREG
+from stat import S_ISREG
 
 BACKUP_SUFFIX = '.bak'
 # What a filesystem without owners or permission bits answers to chown/chmod/utime.
-_UNSUPPORTED = frozenset(e for e in (getattr(errno, 'ENOSYS', None), getattr(errno, 'ENOTSUP', None),
-                                     getattr(errno, 'EOPNOTSUPP', None), errno.EPERM) if e is not None)
+UNSUPPORTED = frozenset(e for e in (getattr(errno, 'ENOSYS', None), getattr(errno, 'ENOTSUP', None),
+                                    getattr(errno, 'EOPNOTSUPP', None), errno.EPERM) if e is not None)
 # Filesystems that keep neither owners nor permission bits (FAT, exFAT, NTFS through FUSE): what cannot
 # be kept there is not an error. Anywhere else, a chown/chmod that fails is one.
 OWNERLESS_FILESYSTEMS = frozenset(('vfat', 'msdos', 'fat', 'exfat', 'ntfs', 'ntfs3', 'fuseblk', 'fuse.fusefat',
@@ -56,7 +56,8 @@ _NO_DIRECTORY_SYNC = frozenset(e for e in (errno.EINVAL, getattr(errno, 'ENOTSUP
 TRACE = None
 
 
-def _note(*step):
+def note(*step):
+    """Record one file-system step for the power-cut test (TRACE), here and in treewrite."""
     if TRACE is not None:
         TRACE.append(step)
 
@@ -117,7 +118,7 @@ def _apply_metadata(module, target, source_stat, reference=None):
         try:
             step()
         except OSError as exc:
-            if exc.errno not in _UNSUPPORTED or _keeps_owners(target):
+            if exc.errno not in UNSUPPORTED or _keeps_owners(target):
                 raise
     if reference is not None and module.selinux_enabled():
         module.set_context_if_different(target, module.selinux_context(reference), False)
@@ -137,7 +138,7 @@ def fsync_directory(directory):
             raise
     finally:
         os.close(fd)
-    _note('fsync_dir', directory or '.')
+    note('fsync_dir', directory or '.')
 
 
 def fsync_file(path):
@@ -148,7 +149,7 @@ def fsync_file(path):
         os.fsync(fd)
     finally:
         os.close(fd)
-    _note('fsync', path)
+    note('fsync', path)
 
 
 def make_directories(directory, mode=0o755):
@@ -159,18 +160,18 @@ def make_directories(directory, mode=0o755):
         directory = os.path.dirname(directory)
     for path in reversed(missing):
         os.mkdir(path, mode)
-        _note('mkdir', path)
+        note('mkdir', path)
         fsync_directory(os.path.dirname(path))
 
 
 def _unlink(path):
     os.unlink(path)
-    _note('unlink', path)
+    note('unlink', path)
 
 
-def _rename(source, dest):
+def rename(source, dest):
     os.rename(source, dest)
-    _note('rename', source, dest)
+    note('rename', source, dest)
 
 
 def _write_descriptor(fd, path, data):
@@ -179,8 +180,8 @@ def _write_descriptor(fd, path, data):
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    _note('write', path, data)
-    _note('fsync', path)
+    note('write', path, data)
+    note('fsync', path)
 
 
 def write_new(path, data, mode=0o600):
@@ -190,7 +191,7 @@ def write_new(path, data, mode=0o600):
         data = data.encode('utf-8')
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0) | getattr(os, 'O_CLOEXEC', 0)
     fd = os.open(path, flags, mode)
-    _note('create', path)
+    note('create', path)
     try:
         _write_descriptor(fd, path, data)
         fsync_directory(os.path.dirname(path))
@@ -208,11 +209,11 @@ def staging_path(path):
     return os.path.join(directory, '.%s.postmortem.tmp' % name)
 
 
-def _note_written(path):
+def note_written(path):
     """For the trace: a file another program (or the caller) wrote, as the create and write it was."""
     if TRACE is not None:
-        _note('create', path)
-        _note('write', path, _read_or_none(path))
+        note('create', path)
+        note('write', path, _read_or_none(path))
 
 
 def _read_or_none(path):
@@ -251,7 +252,7 @@ def _stage(module, path, before, after, staged):
     _clear_leftover(tmp, path)
     staged.append(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, 'O_NOFOLLOW', 0), 0o644)
-    _note('create', tmp)
+    note('create', tmp)
     _write_descriptor(fd, tmp, after.encode('utf-8'))
     if before is not None and os.path.exists(path):
         _apply_metadata(module, tmp, os.stat(path), reference=path)
@@ -267,11 +268,11 @@ def _replace(tmp, path):
     if os.path.exists(path):
         try:
             hold = os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0))
-            _note('hold', path)
+            note('hold', path)
         except OSError:
             hold = None
     try:
-        _rename(tmp, path)
+        rename(tmp, path)
         fsync_directory(os.path.dirname(tmp))
         if os.path.dirname(tmp) != os.path.dirname(path):
             fsync_directory(os.path.dirname(path))
@@ -279,7 +280,7 @@ def _replace(tmp, path):
     finally:
         if hold is not None:
             os.close(hold)
-            _note('release', path)
+            note('release', path)
 
 
 def _remove_staging_dirs(paths):
@@ -291,7 +292,7 @@ def _remove_staging_dirs(paths):
             os.rmdir(directory)
         except OSError:
             continue
-        _note('rmdir', directory)
+        note('rmdir', directory)
         fsync_directory(os.path.dirname(directory))
 
 
@@ -312,7 +313,7 @@ def copy_file(source, dest):
     except BaseException:
         os.close(src_fd)
         raise
-    _note('create', dest)
+    note('create', dest)
     copied = [] if TRACE is not None else None
     try:
         with os.fdopen(fd, 'wb') as out:
@@ -326,13 +327,13 @@ def copy_file(source, dest):
                         copied.append(chunk)
             out.flush()
             os.fsync(out.fileno())
-        _note('write', dest, b''.join(copied or []))
-        _note('fsync', dest)
+        note('write', dest, b''.join(copied or []))
+        note('fsync', dest)
         _apply_metadata(_NoSelinux, dest, stat)
         try:
             os.utime(dest, (stat.st_atime, stat.st_mtime))
         except OSError as exc:
-            if exc.errno not in _UNSUPPORTED:
+            if exc.errno not in UNSUPPORTED:
                 raise
     except BaseException:
         _remove([dest])
@@ -363,7 +364,7 @@ def install_file(tmp, dest, backup=True):
     way write_all replaces a file: ``tmp`` fsynced, ``dest`` backed up durably first, renamed over,
     made durable. Returns the backup path or None; an OSError leaves ``dest`` as it was unless the
     rename itself went through (then ``dest`` is the new file)."""
-    _note_written(tmp)
+    note_written(tmp)
     fsync_file(tmp)
     fsync_directory(os.path.dirname(tmp))
     saved = backup_file(dest) if backup and os.path.exists(dest) else None
@@ -382,7 +383,7 @@ def remove_files(paths):
                 continue
             try:
                 holds.append((os.open(path, os.O_RDONLY | getattr(os, 'O_NONBLOCK', 0)), path))
-                _note('hold', path)
+                note('hold', path)
             except OSError:
                 pass
             _unlink(path)
@@ -392,7 +393,7 @@ def remove_files(paths):
     finally:
         for fd, path in holds:
             os.close(fd)
-            _note('release', path)
+            note('release', path)
     return removed
 
 
@@ -475,132 +476,3 @@ def write_all(module, writes, backup):
         outcome += '; backups: %s' % ', '.join(backups)
     module.fail_json(msg='could not %s (%s)' % (reason, outcome), backups=backups, restored=restored,
                      not_restored=not_restored)
-
-
-# --- directories (the vLLM fold replaces an adapter directory) ------------------------------------------
-
-# renameat2(2) flags and syscall numbers, for a Python without os.renameat2 and a libc without the wrapper.
-_AT_FDCWD = -100
-_RENAME_EXCHANGE = 2
-_RENAMEAT2_SYSCALL = {'x86_64': 316, 'aarch64': 276, 'armv7l': 382, 'armv6l': 382, 'i686': 353, 'i386': 353}
-
-
-def exchange(first, second):
-    """Swap the two names atomically (renameat2 with RENAME_EXCHANGE, Linux 3.15+: ext4, xfs, btrfs,
-    tmpfs, overlayfs; vfat from 6.0). An OSError (EINVAL, ENOSYS) where the kernel or filesystem cannot."""
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    args = (_AT_FDCWD, os.fsencode(first), _AT_FDCWD, os.fsencode(second), _RENAME_EXCHANGE)
-    call = getattr(libc, 'renameat2', None)
-    if call is not None:
-        call.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-        result = call(*args)
-    elif platform.machine() in _RENAMEAT2_SYSCALL:
-        libc.syscall.restype = ctypes.c_long
-        result = libc.syscall(ctypes.c_long(_RENAMEAT2_SYSCALL[platform.machine()]), ctypes.c_int(args[0]),
-                              ctypes.c_char_p(args[1]), ctypes.c_int(args[2]), ctypes.c_char_p(args[3]),
-                              ctypes.c_uint(args[4]))
-    else:
-        raise OSError(errno.ENOSYS, 'renameat2 is not available on %s' % platform.machine())
-    if result != 0:
-        number = ctypes.get_errno()
-        raise OSError(number, os.strerror(number), first)
-    _note('exchange', first, second)
-
-
-def sync_tree(top):
-    """fsync every file and directory under ``top`` (deepest first), then ``top``'s parent."""
-    if TRACE is not None:
-        for directory, _dirs, files in os.walk(top):
-            _note('mkdir', directory)
-            for name in sorted(files):
-                _note_written(os.path.join(directory, name))
-    for directory, _dirs, files in os.walk(top, topdown=False):
-        for name in files:
-            path = os.path.join(directory, name)
-            if not os.path.islink(path):
-                fsync_file(path)
-        fsync_directory(directory)
-    fsync_directory(os.path.dirname(os.path.abspath(top)))
-
-
-def link_tree(source, dest):
-    """A new directory ``dest`` holding ``source``'s files as hard links (copies where the filesystem
-    has no links), durable when this returns. The files are never written in place afterwards (a fix
-    replaces the directory), so the links keep the old contents."""
-    os.mkdir(dest, os.stat(source).st_mode & 0o7777)
-    _note('mkdir', dest)
-    try:
-        for name in sorted(os.listdir(source)):
-            src, dst = os.path.join(source, name), os.path.join(dest, name)
-            info = os.lstat(src)
-            if S_ISDIR(info.st_mode):
-                link_tree(src, dst)
-            elif S_ISLNK(info.st_mode):
-                os.symlink(os.readlink(src), dst)
-                _note('symlink', dst)
-            else:
-                # Never opened: a named pipe or a device is linked, not read.
-                try:
-                    os.link(src, dst)
-                    _note('link', src, dst)
-                except OSError as exc:
-                    if not S_ISREG(info.st_mode) or (exc.errno not in (errno.EXDEV, errno.EMLINK)
-                                                     and exc.errno not in _UNSUPPORTED):
-                        raise
-                    copy_file(src, dst)
-        fsync_directory(dest)
-        fsync_directory(os.path.dirname(os.path.abspath(dest)))
-    except BaseException:
-        shutil.rmtree(dest, ignore_errors=True)
-        raise
-
-
-class ReplaceFailed(Exception):
-    """replace_directory stopped; the message says what is left where."""
-
-
-def replace_directory(work, dest):
-    """``work`` (a complete new directory beside ``dest``) in ``dest``'s place; returns the backup of the
-    old ``dest`` (backup_path, hard links) or None when there was none.
-
-    ``dest`` is never missing: the backup is made durable first, then the two directories swap names
-    in one step (exchange), then the old one is removed from its temporary name. Renaming ``dest``
-    aside and then ``work`` in would leave no ``dest`` between the two. ReplaceFailed says what is
-    left: ``work`` is removed unless the swap happened."""
-    parent = os.path.dirname(os.path.abspath(dest))
-    try:
-        sync_tree(work)
-    except OSError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        raise ReplaceFailed('could not make the new %s durable: %s; it was removed, %s is unchanged'
-                            % (work, exc.strerror or exc, dest))
-    if not os.path.lexists(dest):
-        try:
-            _rename(work, dest)
-            fsync_directory(parent)
-        except OSError as exc:
-            shutil.rmtree(work, ignore_errors=True)
-            raise ReplaceFailed('could not move the new directory to %s: %s; it was removed, nothing was changed'
-                                % (dest, exc.strerror or exc))
-        return None
-    backup = backup_path(dest)
-    try:
-        link_tree(dest, backup)
-    except OSError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        raise ReplaceFailed('could not back up %s to %s: %s; the new copy was removed, %s is unchanged'
-                            % (dest, backup, exc.strerror or exc, dest))
-    try:
-        exchange(work, dest)
-        fsync_directory(parent)
-    except OSError as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(backup, ignore_errors=True)
-        raise ReplaceFailed('could not swap the new directory into %s (renameat2 RENAME_EXCHANGE): %s; the new '
-                            'copy was removed, %s is unchanged' % (dest, exc.strerror or exc, dest))
-    # ``work`` now holds the old directory's names; its files live on in the backup.
-    shutil.rmtree(work, ignore_errors=True)
-    _note('rmtree', work)
-    fsync_directory(parent)
-    return backup

@@ -23,14 +23,12 @@ from ansible.module_utils.parsing.convert_bool import BOOLEANS_FALSE, BOOLEANS_T
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import SettingsError
 
-TYPES = ('str', 'version', 'int', 'float', 'bool', 'list')
-SPEC_KEYS = ('type', 'default', 'description', 'choices', 'elements', 'min', 'max', 'nullable')
 MAX_TEXT = 4096
 MAX_LIST = 1000
 # ASCII digits only, bounded: a version setting is compared with versions read from hosts.
 _VERSION_RE = re.compile(r'^[0-9]{1,9}(\.[0-9]{1,9}){0,5}([-+~][0-9A-Za-z.+~-]{0,40})?$')
 _INT_RE = re.compile(r'^[-+]?[0-9]{1,18}$')
-# Every number a setting holds is bounded: check_spec (the contract test) requires min and max of
+# Every number a setting holds is bounded: the contract test (tests/unit/helpers/settings_spec.py) requires min and max of
 # every int and float spec, and whatever a spec says no magnitude above 2**53 passes (floats
 # stop being exact there; a timeout of 10**10 s already breaks select() and socket timeouts,
 # 1e400 is inf, a huge int cannot even be printed on Python 3.11).
@@ -39,36 +37,6 @@ MAX_MAGNITUDE = 2 ** 53
 
 class _Invalid(Exception):
     pass
-
-
-def check_spec(spec):
-    """Problems with one detection's SETTINGS spec (used by the contract test)."""
-    problems = []
-    for key, entry in spec.items():
-        if not isinstance(entry, dict):
-            problems.append('%s: spec is not a dict' % key)
-            continue
-        unknown = sorted(set(entry) - set(SPEC_KEYS))
-        if unknown:
-            problems.append('%s: unknown spec keys %s' % (key, ', '.join(unknown)))
-        if entry.get('type') not in TYPES:
-            problems.append('%s: type %r is not one of %s' % (key, entry.get('type'), ', '.join(TYPES)))
-            continue
-        if not str(entry.get('description') or '').strip():
-            problems.append('%s: no description' % key)
-        if entry['type'] == 'list' and entry.get('elements') not in ('str', 'int', 'version'):
-            problems.append('%s: a list needs elements str, int or version' % key)
-        if entry['type'] in ('int', 'float') or entry.get('elements') == 'int':
-            for bound in ('min', 'max'):
-                limit = entry.get(bound)
-                if isinstance(limit, bool) or not isinstance(limit, (int, float)) or abs(limit) > MAX_MAGNITUDE:
-                    problems.append('%s: a number needs a %s (a number within 2**53), got %r' % (key, bound, limit))
-        try:
-            if convert(entry, entry.get('default')) != entry.get('default'):
-                problems.append('%s: default %r is not in its canonical form' % (key, entry.get('default')))
-        except _Invalid as exc:
-            problems.append('%s: default %r is invalid: %s' % (key, entry.get('default'), exc))
-    return problems
 
 
 def describe_type(entry):

@@ -204,8 +204,3 @@ def apply(report, entries, today):
     unmatched = [dict((k, e[k]) for k in ('number', 'host', 'check', 'reason', 'expires'))
                  for e in entries if e['number'] not in used]
     return dict(counts, unmatched=unmatched, expired_entries=[expired_entries[n] for n in sorted(expired_entries)])
-
-
-def is_accepted(entry, check):
-    """Whether the report's host ``entry`` has ``check`` accepted."""
-    return check in (entry.get('accepted') or {})

@@ -20,8 +20,8 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
 SHOWN_IDS = 3
 
 
-def _shown(value, limit=60):
-    """A host's value in a reason: repr (control characters become escapes), cut."""
+def shown(value, limit=60):
+    """A host's value in a reason or a message: repr (control characters become escapes), cut."""
     try:
         text = repr(value)
     except RecursionError:
@@ -38,13 +38,13 @@ def check(findings, known):
     if unknown:
         return None, ('the audit returned findings for %d check id(s) this run does not know (%s%s): a host that '
                       'answers for checks it was not asked is not trusted, none of its findings are used' % (
-                          len(unknown), ', '.join(_shown(c) for c in unknown[:SHOWN_IDS]),
+                          len(unknown), ', '.join(shown(c) for c in unknown[:SHOWN_IDS]),
                           ', ...' if len(unknown) > SHOWN_IDS else ''))
     for cid, finding in findings.items():
         status = finding.get('status') if isinstance(finding, dict) else None
         if not isinstance(status, str) or status not in STATUS_RANK:
             return None, 'the finding %s has no valid status (%s)' % (
-                cid, _shown(finding.get('status') if isinstance(finding, dict) else finding))
+                cid, shown(finding.get('status') if isinstance(finding, dict) else finding))
         if finding.get('id', cid) != cid:
-            return None, 'the finding under %s says it is %s' % (cid, _shown(finding.get('id')))
+            return None, 'the finding under %s says it is %s' % (cid, shown(finding.get('id')))
     return findings, None

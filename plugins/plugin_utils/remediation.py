@@ -13,8 +13,7 @@ __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, host_findings, role_specs
-
-OPEN = ('affected', 'at_risk')
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import NOTE_CHARS, NOTES_MAX, OPEN
 
 
 def findings_of(before):
@@ -76,6 +75,8 @@ def plan(host, before, wanted, entries, remediate_accepted, today, run_tags=('al
 # interpreter), the collection's run variables, and the private ones the playbooks keep their state in.
 RESERVED_PREFIXES = ('ansible_', 'postmortem_', '_')
 DROPPED_SHOWN = 20
+# How much of an advised value a reason shows.
+SHOWN = 80
 
 
 def role_switches(roles, specs):
@@ -90,15 +91,6 @@ def switches_off(roles, specs, values):
         found[role] = [name for name, option in sorted(switches.items())
                        if not role_specs.switch_is_on(option, values.get(name, option.get('default')))]
     return found
-
-
-def _shown(value, limit=80):
-    """A host's value in a message: repr (control characters become escapes), cut."""
-    try:
-        text = repr(value)
-    except RecursionError:
-        text = '<nested too deeply>'
-    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
 def _given(chosen, specs, user_vars):
@@ -124,13 +116,13 @@ def _dropped_advice(cid, finding, expected_role, given, user_vars, switches):
         return ['%s: remediation is a %s, not a mapping' % (cid, type(remediation).__name__)]
     found = []
     if remediation.get('role') not in (None, '', expected_role):
-        found.append('%s: role %s (the registry names %s for it)' % (cid, _shown(remediation.get('role')), expected_role))
+        found.append('%s: role %s (the registry names %s for it)' % (cid, host_findings.shown(remediation.get('role'), SHOWN), expected_role))
     advised = remediation.get('vars')
     if advised in (None, {}):
         return found
     if not isinstance(advised, dict):
         return found + ['%s: vars is a %s, not a mapping of role variables' % (cid, type(advised).__name__)]
-    for key in sorted(advised, key=_shown):
+    for key in sorted(advised, key=lambda name: host_findings.shown(name, SHOWN)):
         value = advised[key]
         if isinstance(key, str) and key in given and given[key] == value:
             continue
@@ -143,10 +135,10 @@ def _dropped_advice(cid, finding, expected_role, given, user_vars, switches):
         elif key in user_vars:
             why = 'you set it'
         elif key in given:
-            why = 'the registry gives %s' % _shown(given[key])
+            why = 'the registry gives %s' % host_findings.shown(given[key], SHOWN)
         else:
             why = 'not a variable the registry gives %s for %s' % (expected_role, cid)
-        found.append('%s: %s=%s (%s)' % (cid, _shown(key, 60), _shown(value), why))
+        found.append('%s: %s=%s (%s)' % (cid, host_findings.shown(key), host_findings.shown(value, SHOWN), why))
     return found
 
 
@@ -192,11 +184,6 @@ def stop_reason(records, left_the_play):
     if not stopped:
         return None
     return 'not touched: the run stopped after %s in an earlier batch' % ', '.join(stopped)
-
-
-# A role's notes for the record: what only its own task output said before (a Pi 3 has no trial boot).
-NOTES_MAX = 20
-NOTE_CHARS = 500
 
 
 def remediation_roles():

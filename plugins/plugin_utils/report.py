@@ -3,9 +3,10 @@
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The fleet report's data model: one record per host, what postmortem.json holds.
 
-Controller-side only. JUnit (report_junit), HTML (report_html), the metrics (report_metrics) and
-the summary (report_summary) are views of this model, so they can never disagree; report_encoding
-makes every finding strict JSON once; report_files writes them all.
+Controller-side only, and the bottom of the controller's layers: it imports no view. JUnit
+(report_junit), HTML (report_html), the metrics (report_metrics) and the summary (report_summary)
+are views of this model, so they can never disagree; report_gate decides from it whether the run
+fails; report_encoding makes every finding strict JSON once; report_files writes them all.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,17 +16,16 @@ __metaclass__ = type
 import datetime
 import re
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, STATUSES, json_safe, safe_text, worst_status
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import host_findings, report_html
-from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_summary import INTERPRETER_FIX, NOT_STARTED
-from ansible_collections.homelab.postmortem.plugins.plugin_utils.remediation import NOTE_CHARS, NOTES_MAX
+from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES, json_safe, safe_text, worst_status
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import host_findings
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding import COMPACT, plain, plain_fast, strict_encode
 
 # Host states that are not findings. For the fail threshold they count as
 # ``error``: an operator who fails on errors wants to hear about a host that
 # could not be audited at all.
 HOST_PROBLEMS = ('unreachable', 'failed')
+# A finding's statuses that call for a fix.
+OPEN = ('affected', 'at_risk')
 
 
 # 3: per host unmeasured (check: since), unmeasured_since and last_measured_at; last_good at the top;
@@ -48,6 +48,14 @@ def _one_line(text, limit=500):
     return ' '.join(_text(text).split())[:limit]
 
 
+# A role's notes in the remediation record (remediation.role_notes): what only its own task output said
+# before (a Pi 3 has no trial boot), bounded.
+NOTES_MAX = 20
+NOTE_CHARS = 500
+# How the report's reason for a host whose module could not start begins (report.py writes it, the
+# error line first so that it shows in the summary's one line), and the fix the summary then offers.
+NOT_STARTED = 'no working Python: '
+INTERPRETER_FIX = 'set ansible_python_interpreter, e.g. -e ansible_python_interpreter=/usr/bin/python3'
 # How Ansible says the module never started (ansible-core 2.19): no file at the interpreter's path
 # ("The module interpreter '/x' was not found."), or an interpreter that printed no JSON at all ("No
 # start of json char found": a pyenv shim naming a version that is not installed); rc 127 is the
@@ -169,13 +177,6 @@ def _entry_and_texts(name, result, known, interpreter=None):
     if findings is not None:
         entry['findings'], texts = _encode_findings(findings)
     return entry, texts
-
-
-def host_entry(name, result, known=None, interpreter=None):
-    """Turn one host's registered audit_facts result into the report's host record; ``known``: the
-    check ids this run knows (host_findings.check; the registry's by default); ``interpreter``: the
-    host's ansible_python_interpreter as the controller knows it (None when not set)."""
-    return _entry_and_texts(name, result, registry.BY_ID if known is None else known, interpreter)[0]
 
 
 class FleetReport(dict):
@@ -313,10 +314,6 @@ def to_json_parts(report, findings_text):
     yield ']' + ''.join(',' + pair for pair in pairs[at:]) + '}'
 
 
-def to_json(report):
-    return ''.join(to_json_parts(report, hosts_findings_json(report)))
-
-
 def worst(report):
     statuses = []
     for entry in report['hosts']:
@@ -324,32 +321,3 @@ def worst(report):
             statuses.append('error')
         statuses.extend(f.get('status', 'error') for f in entry['findings'].values())
     return worst_status(statuses) if statuses else None
-
-
-def threshold_reached(report, fail_on, fail_on_unaudited=True, new_only=False):
-    """What fails the gate: findings at or above ``fail_on`` and, unless allowed, every host that
-    could not be audited (whatever ``fail_on`` is: a host we could not see is not a healthy one).
-    Accepted findings never do. With ``new_only``, only findings this run opened or reopened, and
-    hosts that were audited last time and could not be now (report['drift'] says which)."""
-    if not fail_on or fail_on == 'never':
-        return []
-    drift = report.get('drift') or {}
-    newly_unaudited = set(drift.get('hosts_newly_unaudited') or ())
-    hits = []
-    for entry in report['hosts']:
-        if entry['state'] != 'audited':
-            if fail_on_unaudited and (not new_only or entry['name'] in newly_unaudited):
-                hits.append('%s: %s (not audited)' % (entry['name'], entry['state']))
-            continue
-        accepted = entry.get('accepted') or {}
-        changes = entry.get('drift') or {}
-        for cid, finding in entry['findings'].items():
-            if cid in accepted or (new_only and changes.get(cid) not in ('opened', 'reopened')):
-                continue
-            if STATUS_RANK[finding['status']] >= STATUS_RANK[fail_on]:
-                hits.append('%s/%s: %s' % (entry['name'], cid, finding['status']))
-    return hits
-
-
-def render_html(report):
-    return ''.join(report_html.render_html_parts(report, hosts_findings_json(report)))

@@ -36,12 +36,11 @@ import json
 import os
 import stat
 
-from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import SCHEMA_VERSION
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import OPEN, SCHEMA_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import parse_stamp
 
 HISTORY_FILE = 'postmortem-history.json'
 HISTORY_SCHEMA = 2
-OPEN = ('affected', 'at_risk')
 MEASURED_CLOSED = ('ok', 'not_applicable')
 MEASURED = MEASURED_CLOSED + OPEN
 CHANGES = ('opened', 'reopened', 'closed', 'unmeasured', 'unchanged')
@@ -90,10 +89,6 @@ class State(object):
         limit = now - datetime.timedelta(days=RETIRE_AFTER_DAYS)
         return sorted(h for h, when in self.seen.items()
                       if h not in now_hosts and (parse_stamp(when) or limit) <= limit)
-
-
-# Kept as the name the callers know: an earlier audit to compare with is a State.
-Baseline = State
 
 
 def read_bounded(path, limit):

@@ -108,7 +108,3 @@ def to_junit_parts(report):
         yield suite
         yield '\n'
     yield '</testsuites>'
-
-
-def to_junit(report):
-    return ''.join(to_junit_parts(report))

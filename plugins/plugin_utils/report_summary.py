@@ -19,6 +19,7 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK, STATUSES, json_safe
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import HOST_PROBLEMS, INTERPRETER_FIX, NOT_STARTED, OPEN
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import age
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.terminal import visible
 
@@ -28,15 +29,9 @@ WORST_HOSTS = 8
 MIN_WORST_HOSTS = 3
 REMEDIATION_HOSTS = 2
 NOTES_SHOWN = 3
-HOST_PROBLEMS = ('unreachable', 'failed')
-OPEN = ('affected', 'at_risk')
 # Statuses that need a person: a fix, or a look at why the audit could not tell.
 ATTENTION = ('affected', 'at_risk', 'error', 'unknown')
 _SHORT = {'not_applicable': 'n/a', 'unreachable': 'unreach'}
-# How the report's reason for a host whose module could not start begins (report.py writes it, the
-# error line first so that it shows in the summary's one line), and the fix the summary then offers.
-NOT_STARTED = 'no working Python: '
-INTERPRETER_FIX = 'set ansible_python_interpreter, e.g. -e ansible_python_interpreter=/usr/bin/python3'
 
 
 def one_line(text, limit=500):
@@ -302,7 +297,7 @@ def summary_lines(report, paths):
     # Paths are printed whole (a cut path is useless), on lines of their own.
     tail += ['', fit('Totals: ' + (totals or 'nothing ran')), 'Docs per check (<check>.md):', '  %s' % docs_dir()]
     tail += _where(paths)
-    # The gate's line (gate_lines) follows: one more line of the budget.
+    # The gate's line (report_gate.Policy.line) follows: one more line of the budget.
     return head + _worst_hosts(report, checks, LINES - 1 - len(head) - len(tail)) + tail
 
 
@@ -389,26 +384,3 @@ def accept_lines(report):
             len(unmatched), 'y' if len(unmatched) == 1 else 'ies',
             _names(['#%d %s/%s' % (e['number'], e['host'], e['check']) for e in unmatched], WIDTH - 40))))
     return lines
-
-
-def gate_lines(report, fail_on, fail_on_unaudited, fail_on_no_hosts, hits, new_only=False):
-    """What the gate decided, in one line; with fail_on never, what it would have said."""
-    if report.get('nothing_audited'):
-        return [fit('Gate: %s (postmortem_fail_on_no_hosts: %s).' % (
-            'FAILED: nothing was audited' if fail_on_no_hosts else 'passed although nothing was audited',
-            'true' if fail_on_no_hosts else 'false'))]
-    unaudited = [e['name'] for e in report['hosts'] if e['state'] != 'audited']
-    if not fail_on or fail_on == 'never':
-        open_findings = sum(1 for e in report['hosts'] if e['state'] == 'audited'
-                            for f in e['findings'].values() if isinstance(f, dict) and f.get('status') in OPEN)
-        if not open_findings and not unaudited:
-            return ['Gate: off (postmortem_fail_on: never).']
-        return [fit('Gate: off (postmortem_fail_on: never); at_risk would fail it: %d finding(s)%s.' % (
-            open_findings, (', %d unaudited host(s)' % len(unaudited)) if unaudited else ''))]
-    scope = 'new ' if new_only else ''
-    if not hits:
-        return [fit('Gate: passed (nothing %sat or above %s%s).' % (
-            scope, fail_on, '' if fail_on_unaudited or not unaudited else '; %d host(s) not audited were let pass' % len(unaudited)))]
-    not_audited = sum(1 for h in hits if h.endswith('(not audited)'))
-    return [fit('Gate: FAILED: %d %sfinding(s) at or above %s%s.' % (
-        len(hits) - not_audited, scope, fail_on, (' and %d host(s) not audited' % not_audited) if not_audited else ''))]

@@ -24,7 +24,8 @@ COLLECTIONS_PATH = os.path.join(BUILD, 'collections')  # what install-collection
 PREFIX = 'ansible_collections.homelab.postmortem.plugins.module_utils.'
 HEAVY = ['docker.api', 'docker.dockerd', 'docker.netns', 'docker.overlay_evidence',
          'ollama.api', 'ollama.chat_path', 'ollama.version', 'ollama.renderer',
-         'vllm.adapters', 'vllm.lora_scale', 'vllm.safetensors', 'vllm.checkpoint', 'vllm.weight_cache']
+         'vllm.adapters', 'vllm.lora_scale', 'vllm.safetensors', 'vllm.checkpoint', 'vllm.weight_cache',
+         'vllm.weight_cache_socket', 'vllm.key_matcher']
 
 # The not_applicable answers each detection gives from its first question, before its verdict loads.
 FIRST_QUESTION = {

@@ -57,8 +57,8 @@ ERAS = (
     ('0.30.0-rc23', 'template_shown', "/api/show's template as the GGUF chat template on the native path"),
 )
 
-# strconv.ParseBool (Go): anything else is an error, which BoolWithDefault turns into true.
-_GO_TRUE = ('1', 't', 'T', 'TRUE', 'true', 'True')
+# strconv.ParseBool (Go): these are false, 1/t/T/TRUE/true/True are true, and anything else is an
+# error, which BoolWithDefault turns into true: only the false spellings need naming.
 _GO_FALSE = ('0', 'f', 'F', 'FALSE', 'false', 'False')
 
 

@@ -18,14 +18,14 @@ __metaclass__ = type
 import csv
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import systemd_unit
-from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options, quadlet
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options, quadlet, quadlet_keys
 
 # What Quadlet puts on every generated command line (pkg/systemd/quadlet/quadlet.go ConvertContainer).
 QUADLET_ADDS = {'--cgroups': ('split',), '--sdnotify': ('conmon',), '--replace': ('true',), '--rm': ('true',),
                 '--detach': ('true',), '--cidfile': ('%t/%N.cid',)}
 # Options of the original the conversion does not carry in ExecStart, by design.
 NOT_CARRIED = ('--name', '--restart', '--rm', '--replace', '--detach', '--cidfile')
-SINGLE = tuple(option for option, (_key, _since, how) in quadlet.KEYS.items() if how in ('single', 'bool')) + (
+SINGLE = tuple(option for option, (_key, _since, how) in quadlet_keys.KEYS.items() if how in ('single', 'bool')) + (
     '--user', '--sdnotify', '--rootfs')
 KEYVAL = ('--env', '--label', '--annotation')
 

@@ -22,7 +22,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.errors import H
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options as podman_options
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet
-from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_check
+from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_check, quadlet_keys
 
 # Paths podman itself writes into a container's layer (mount points of the files it manages).
 PODMAN_MANAGED = ('/etc', '/etc/hosts', '/etc/hostname', '/etc/resolv.conf', '/etc/passwd', '/etc/group',
@@ -213,7 +213,7 @@ class Conversion(object):
         info = self.cli.info()
         self.version = hostio.version_tuple(info['version'] or '')
         self.version_text = info['version'] or '?'
-        if self.version is None or self.version < quadlet.QUADLET_MIN:
+        if self.version is None or self.version < quadlet_keys.QUADLET_MIN:
             raise ConversionFailed('podman %s has no Quadlet (it needs podman 4.4 or later); convert by hand or upgrade '
                                    'podman' % info['version'])
         name, service = self.name, self.service

@@ -35,6 +35,7 @@ __metaclass__ = type
 
 import os
 import re
+from collections import namedtuple
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
@@ -168,19 +169,12 @@ class Conditions(object):
         return result
 
 
-class ConfigLine(object):
-    """One setting of the stream the firmware reads: where it is written and what is in force there."""
+class ConfigLine(namedtuple('ConfigLine', 'path lineno text key value conditions included_from')):
+    """One setting of the stream the firmware reads: where it is written and what is in force there.
+    ``included_from``: 'file:line' of each include that inserted this text, outermost first. Lines are
+    told apart by identity (a file included twice gives equal lines at two places in the stream)."""
 
-    __slots__ = ('path', 'lineno', 'text', 'key', 'value', 'conditions', 'included_from')
-
-    def __init__(self, path, lineno, text, key, value, conditions, included_from):
-        self.path = path
-        self.lineno = lineno
-        self.text = text
-        self.key = key
-        self.value = value
-        self.conditions = conditions
-        self.included_from = included_from  # ('file:line' of each include that inserted this text, outermost first)
+    __slots__ = ()
 
     def applies(self, board):
         return self.conditions.evaluate(board)
@@ -357,6 +351,86 @@ def fat_path(path):
     return os.path.join(parent, other) if other else path
 
 
+class _Reader(object):
+    """One reading of config.txt and its includes: the files read, the section in force, the lines counted."""
+
+    def __init__(self, top_path, root):
+        self.top_path = top_path
+        self.root = root
+        self.base_dir = os.path.dirname(top_path)
+        self.conditions = Conditions()
+        self.counted = 0
+        self.texts = {}
+        self.config = BootConfig(self.host_path(top_path))
+
+    def host_path(self, image_path):
+        if self.root in ('', '/'):
+            return image_path
+        try:
+            return hostio.resolve_under(self.root, image_path)
+        except hostio.ReadProblem as problem:
+            raise DetectionError('%s %s' % (image_path, problem.reason))
+
+    def include_file(self, target, where):
+        """The image path of an include's file: the name as written, else the one FAT would open."""
+        image_path = target if os.path.isabs(target) else os.path.join(self.base_dir, target)
+        if os.path.lexists(self.host_path(image_path)):
+            return image_path
+        parent, name = os.path.split(image_path)
+        other = _find_folded(self.host_path(parent), name) if name else None
+        if other and other != name:
+            self.config.notes.append('include %s at %s opens %s: FAT matches names without case'
+                                     % (target, where, os.path.join(parent, other)))
+            return os.path.join(parent, other)
+        return image_path
+
+    def _lines(self, path, real, stack):
+        """The file's lines, or None for a missing include (the firmware skips it; so do we, and say so)."""
+        if real in stack:
+            chain = ' -> '.join(os.path.basename(p) for p in stack + [real])
+            raise DetectionError('include loop in %s: %s' % (self.top_path, chain))
+        if len(stack) >= MAX_INCLUDE_DEPTH:
+            raise DetectionError('includes nested deeper than %d levels at %s' % (MAX_INCLUDE_DEPTH, path))
+        try:
+            if real not in self.texts:
+                self.texts[real] = hostio.read_text(path).splitlines()
+            return self.texts[real]
+        except hostio.ReadProblem as problem:
+            if problem.kind == 'missing' and stack:
+                self.config.notes.append('include %s does not exist (the firmware ignores it)' % path)
+                return None
+            raise DetectionError('%s %s' % (path, problem.reason))
+
+    def read_file(self, image_path, included_from, stack):
+        path = self.host_path(image_path)
+        real = os.path.realpath(path)
+        lines = self._lines(path, real, stack)
+        if lines is None:
+            return
+        self.config.files.append(path)
+        for lineno, raw in enumerate(lines, 1):
+            line = raw.strip()
+            if not line or line.startswith('#'):
+                continue
+            self.counted += 1
+            if self.counted > MAX_LINES or len(self.config.lines) >= MAX_SETTINGS:
+                raise DetectionError('%s with its includes is more than %d lines or %d settings (files included '
+                                     'over and over?)' % (self.top_path, MAX_LINES, MAX_SETTINGS))
+            where = '%s:%d' % (path, lineno)
+            if line.startswith('[') and line.endswith(']'):
+                self.conditions = self.conditions.with_section(line[1:-1], where)
+                continue
+            target = include_target(line)
+            if target is not None:
+                self.read_file(self.include_file(target, where), included_from + (where,), stack + [real])
+                continue
+            if '=' not in line:
+                continue  # initramfs and other space-separated commands carry no overlay
+            key, value = line.split('=', 1)
+            self.config.lines.append(ConfigLine(path, lineno, raw, key.strip(), value.strip(),
+                                                self.conditions, included_from))
+
+
 def parse(top_path, root='/'):
     """Read config.txt as the firmware does, includes inserted; raise DetectionError for input we cannot trust.
 
@@ -364,73 +438,6 @@ def parse(top_path, root='/'):
     every file, include and symbolic link resolves inside the image (an absolute
     include is an image path) and a path that would leave it is an error.
     """
-    def host_path(image_path):
-        if root in ('', '/'):
-            return image_path
-        try:
-            return hostio.resolve_under(root, image_path)
-        except hostio.ReadProblem as problem:
-            raise DetectionError('%s %s' % (image_path, problem.reason))
-
-    config = BootConfig(host_path(top_path))
-    base_dir = os.path.dirname(top_path)
-    state = {'conditions': Conditions(), 'lines': 0}
-    texts = {}
-
-    def include_file(target, where):
-        """The image path of an include's file: the name as written, else the one FAT would open."""
-        image_path = target if os.path.isabs(target) else os.path.join(base_dir, target)
-        found = host_path(image_path)
-        if os.path.lexists(found):
-            return image_path
-        parent, name = os.path.split(image_path)
-        other = _find_folded(host_path(parent), name) if name else None
-        if other and other != name:
-            config.notes.append('include %s at %s opens %s: FAT matches names without case'
-                                % (target, where, os.path.join(parent, other)))
-            return os.path.join(parent, other)
-        return image_path
-
-    def read_file(image_path, included_from, stack):
-        path = host_path(image_path)
-        real = os.path.realpath(path)
-        if real in stack:
-            chain = ' -> '.join(os.path.basename(p) for p in stack + [real])
-            raise DetectionError('include loop in %s: %s' % (top_path, chain))
-        if len(stack) >= MAX_INCLUDE_DEPTH:
-            raise DetectionError('includes nested deeper than %d levels at %s' % (MAX_INCLUDE_DEPTH, path))
-        try:
-            if real not in texts:
-                texts[real] = hostio.read_text(path).splitlines()
-            lines = texts[real]
-        except hostio.ReadProblem as problem:
-            if problem.kind == 'missing' and stack:
-                # The firmware skips a missing include; so do we, and say so.
-                config.notes.append('include %s does not exist (the firmware ignores it)' % path)
-                return
-            raise DetectionError('%s %s' % (path, problem.reason))
-        config.files.append(path)
-        for lineno, raw in enumerate(lines, 1):
-            line = raw.strip()
-            if not line or line.startswith('#'):
-                continue
-            state['lines'] += 1
-            if state['lines'] > MAX_LINES or len(config.lines) >= MAX_SETTINGS:
-                raise DetectionError('%s with its includes is more than %d lines or %d settings (files included '
-                                     'over and over?)' % (top_path, MAX_LINES, MAX_SETTINGS))
-            where = '%s:%d' % (path, lineno)
-            if line.startswith('[') and line.endswith(']'):
-                state['conditions'] = state['conditions'].with_section(line[1:-1], where)
-                continue
-            target = include_target(line)
-            if target is not None:
-                read_file(include_file(target, where), included_from + (where,), stack + [real])
-                continue
-            if '=' not in line:
-                continue  # initramfs and other space-separated commands carry no overlay
-            key, value = line.split('=', 1)
-            config.lines.append(ConfigLine(path, lineno, raw, key.strip(), value.strip(),
-                                           state['conditions'], included_from))
-
-    read_file(top_path, (), [])
-    return config
+    reader = _Reader(top_path, root)
+    reader.read_file(top_path, (), [])
+    return reader.config

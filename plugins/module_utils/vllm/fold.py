@@ -32,7 +32,7 @@ import os
 import shutil
 import tempfile
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, treewrite
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import safetensors
@@ -212,10 +212,10 @@ def write(plan_, dest):
         shutil.rmtree(work, ignore_errors=True)
         raise
     # The backup (hard links, backup_path names) is durable before dest is touched, and dest is never
-    # missing: the directories swap names in one step (filewrite.replace_directory).
+    # missing: the directories swap names in one step (treewrite.replace_directory).
     try:
-        return filewrite.replace_directory(work, dest)
-    except filewrite.ReplaceFailed as exc:
+        return treewrite.replace_directory(work, dest)
+    except treewrite.ReplaceFailed as exc:
         raise FoldProblem(str(exc))
 
 

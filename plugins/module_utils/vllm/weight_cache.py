@@ -32,11 +32,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-
-from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json
 import os
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import bounded_json
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import weight_cache_socket as socket_view
 
 SAME, DIFFERS, UNKNOWN = 'same', 'differs', 'unknown'
 DP_SINCE = (0, 31, 0)
@@ -53,7 +53,6 @@ DTYPE_NAMES = {'half': 'float16', 'float16': 'float16', 'bfloat16': 'bfloat16', 
                'float32': 'float32'}
 NO_FLOAT16_MODELS = ('gemma2', 'gemma3', 'gemma3_text', 'glm4')
 ROPE_FIELDS = ('rope_parameters', 'rope_scaling', 'rope_theta', 'max_position_embeddings', 'partial_rotary_factor')
-SOCKET_PREFIX = 'vllm_weight_cache_'
 # ipc_loader.py's extra config keys (0.31.0 l.82-99); socket_dir/socket_path exist from 0.30.0.
 EXTRA_KEYS = ('socket_path', 'socket_dir', 'is_draft', 'mode', 'fallback', 'connect_timeout_s', 'state_timeout_s')
 
@@ -343,116 +342,7 @@ def overall(rows):
     return UNKNOWN if UNKNOWN in verdicts else SAME
 
 
-# --- the socket -------------------------------------------------------------------------------------
-
-
-def _tempdir_candidates(environ, cwd):
-    """tempfile.gettempdir()'s candidates in order (CPython tempfile._candidate_tempdir_list)."""
-    found = []
-    for name in ('TMPDIR', 'TEMP', 'TMP'):
-        value = (environ or {}).get(name)
-        if value:
-            found.append(value)
-    found += ['/tmp', '/var/tmp', '/usr/tmp']
-    if cwd:
-        found.append(cwd)
-    return [os.path.normpath(os.path.join(cwd or '/', p)) for p in found]
-
-
-def _in_root(ctx, pid, path):
-    """``path`` as process ``pid`` sees it (its root and mount namespace, /proc/PID/root)."""
-    return os.path.join(ctx.proc_root, str(pid), 'root') + path
-
-
-def _cwd(ctx, pid):
-    try:
-        return os.readlink(os.path.join(ctx.proc_root, str(pid), 'cwd'))
-    except OSError:
-        return None
-
-
-def default_socket_dir(ctx, side):
-    """(directory, how it was found) of get_socket_dir(None) for this process: gettempdir()/vllm_weight_cache_<uid>.
-
-    gettempdir() takes the first candidate directory the process can write to; a candidate that
-    does not exist in the process's view is skipped (its writability is not tested here)."""
-    environ = side.entry.process.environ() or {}
-    candidates = _tempdir_candidates(environ, _cwd(ctx, side.entry.pid))
-    chosen = candidates[0]
-    for candidate in candidates:
-        try:
-            if os.path.isdir(_in_root(ctx, side.entry.pid, candidate)):
-                chosen = candidate
-                break
-        except OSError:
-            continue
-    return os.path.join(chosen, '%s%s' % (SOCKET_PREFIX, side.uid)), 'gettempdir() %s (TMPDIR %s)' % (
-        chosen, environ.get('TMPDIR') or 'unset')
-
-
-def socket_dir(ctx, side):
-    """(directory, explicit socket file name or None, how it was chosen) of this process."""
-    if side.role == 'daemon':
-        explicit = side.value('--weight-cache-socket-dir')
-        if explicit:
-            return explicit, None, '--weight-cache-socket-dir'
-        directory, how = default_socket_dir(ctx, side)
-        return directory, None, how
-    path = side.extra.get('socket_path')
-    if isinstance(path, str) and path:
-        return os.path.dirname(path), os.path.basename(path), 'socket_path in --model-loader-extra-config'
-    explicit = side.extra.get('socket_dir')
-    if isinstance(explicit, str) and explicit:
-        return explicit, None, 'socket_dir in --model-loader-extra-config'
-    directory, how = default_socket_dir(ctx, side)
-    return directory, None, how
-
-
-def _stat(ctx, pid, path):
-    try:
-        info = os.stat(_in_root(ctx, pid, path))
-    except OSError as exc:
-        return None, exc
-    return (info.st_dev, info.st_ino), None
-
-
-def _mount_ns(ctx, pid):
-    try:
-        return os.readlink(os.path.join(ctx.proc_root, str(pid), 'ns', 'mnt'))
-    except OSError:
-        return None
-
-
-def _private_tmp(ctx, engine, daemon, path):
-    """Why ``path`` is another directory for the two processes by their systemd units, or None.
-
-    A unit with PrivateTmp=yes gets /tmp and /var/tmp of its own (systemd.exec(5)), shared only with
-    a unit it joins (JoinsNamespaceOf=, both with PrivateTmp=); asked only when the processes' own
-    views cannot be read."""
-    if not (path == '/tmp' or path.startswith(('/tmp/', '/var/tmp/')) or path == '/var/tmp'):
-        return None
-    units = [hostio.systemd_unit_from_cgroup(side.entry.process.cgroup_lines()) for side in (engine, daemon)]
-    if not units[0][0] or not units[1][0] or units[0] == units[1]:
-        return None
-    systemctl = ctx.which('systemctl')
-    if not systemctl:
-        return None
-    shown = []
-    for unit, scope in units:
-        try:
-            shown.append(hostio.systemd_show(ctx.run_command, systemctl, unit, ['PrivateTmp', 'JoinsNamespaceOf'], scope))
-        except hostio.ReadProblem:
-            return None
-    private = [props.get('PrivateTmp') == 'yes' for props in shown]
-    if not any(private):
-        return None
-    # systemd.unit(5) JoinsNamespaceOf=: honoured only when both units have PrivateTmp=, either side naming the other.
-    joined = all(private) and (units[1][0] in shown[0].get('JoinsNamespaceOf', '').split()
-                               or units[0][0] in shown[1].get('JoinsNamespaceOf', '').split())
-    if joined:
-        return None
-    unit = units[0][0] if private[0] else units[1][0]
-    return '%s has PrivateTmp=yes (not joined with the other\'s), so %s is its own' % (unit, path)
+# --- the socket (where each process's is: weight_cache_socket.py) --------------------------------------
 
 
 def _first_gpu(side):
@@ -491,8 +381,8 @@ def compare_socket(ctx, engine, daemon):
     """[(part, verdict, why)]: does the engine's socket path lead to this daemon's socket?"""
     uid_why = 'engine uid %s / daemon uid %s (sockets are per user)' % (engine.uid, daemon.uid)
     rows = [('uid', UNKNOWN if None in (engine.uid, daemon.uid) else _plain(engine.uid, daemon.uid), uid_why)]
-    ours, name, how = socket_dir(ctx, engine)
-    theirs, _none, their_how = socket_dir(ctx, daemon)
+    ours, name, how = socket_view.socket_dir(ctx, engine)
+    theirs, _none, their_how = socket_view.socket_dir(ctx, daemon)
     why = 'engine %s (%s) / daemon %s (%s)' % (ours, how, theirs, their_how)
     unread = [side.role for side, chosen in ((engine, how), (daemon, their_how))
               if chosen.startswith('gettempdir') and side.entry.process.environ() is None]
@@ -503,21 +393,21 @@ def compare_socket(ctx, engine, daemon):
                                'environ_problem', None))))
         rows.append(('gpu',) + compare_gpu(engine, daemon))
         return rows
-    if name is not None and not (name.startswith(SOCKET_PREFIX) and name.endswith('.sock')
+    if name is not None and not (name.startswith(socket_view.SOCKET_PREFIX) and name.endswith('.sock')
                                  and name.endswith('_draft.sock') == engine.is_draft):
         rows.append(('socket', DIFFERS, 'socket_path %s is not a name this daemon binds' % name))
-    engine_id, engine_problem = _stat(ctx, engine.entry.pid, ours)
-    daemon_id, _problem = _stat(ctx, daemon.entry.pid, theirs)
+    engine_id, engine_problem = socket_view.stat(ctx, engine.entry.pid, ours)
+    daemon_id, _problem = socket_view.stat(ctx, daemon.entry.pid, theirs)
     if engine_id is not None and daemon_id is not None:
         rows.append(('socket_dir', _plain(engine_id, daemon_id), why + ', compared as each process sees it'))
-    elif engine_id is None and getattr(engine_problem, 'errno', None) == 2 and _stat(ctx, engine.entry.pid, '/')[0]:
+    elif engine_id is None and getattr(engine_problem, 'errno', None) == 2 and socket_view.stat(ctx, engine.entry.pid, '/')[0]:
         rows.append(('socket_dir', DIFFERS, why + ': the engine\'s directory does not exist where it looks'))
     elif os.path.normpath(ours) != os.path.normpath(theirs):
         rows.append(('socket_dir', DIFFERS, why))
-    elif _mount_ns(ctx, engine.entry.pid) and _mount_ns(ctx, engine.entry.pid) == _mount_ns(ctx, daemon.entry.pid):
+    elif socket_view.mount_ns(ctx, engine.entry.pid) and socket_view.mount_ns(ctx, engine.entry.pid) == socket_view.mount_ns(ctx, daemon.entry.pid):
         rows.append(('socket_dir', SAME, why + ', same mount namespace'))
     else:
-        private = _private_tmp(ctx, engine, daemon, ours)
+        private = socket_view.private_tmp(ctx, engine, daemon, ours)
         if private:
             rows.append(('socket_dir', DIFFERS, why + ': ' + private))
         else:

@@ -19,6 +19,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.detection impor
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, REMEDIATION_KEYS
 
 from ..helpers.paths import REPO_ROOT, load_script
+from ..helpers.settings_spec import check_spec
 
 DETECTIONS = registry.DETECTIONS
 IDS = [d.ID for d in DETECTIONS]
@@ -61,7 +62,7 @@ def test_declarations(detection):
     assert set(detection.APPLIES) == {'image', 'binary', 'root'}
     assert isinstance(detection.APPLIES['image'], bool)
     assert isinstance(detection.PROBES, tuple)
-    assert settings.check_spec(detection.SETTINGS) == []
+    assert check_spec(detection.SETTINGS) == []
     has_verdict = os.path.exists(os.path.join(REPO_ROOT, 'plugins', 'module_utils', 'verdicts', '%s.py' % detection.ID))
     assert detection.has_verdict == has_verdict
 

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry, treewrite
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold
 
 from ..helpers.paths import TESTS_DIR
@@ -261,7 +261,7 @@ def test_a_destination_that_cannot_be_swapped_into_place_is_left_as_it_was(tmp_p
 
     def refused(_first, _second):
         raise OSError(errno.EINVAL, 'Invalid argument')
-    monkeypatch.setattr(filewrite, 'exchange', refused)
+    monkeypatch.setattr(treewrite, 'exchange', refused)
     with pytest.raises(fold.FoldProblem) as failed:
         fold.write(planned, dest)
     assert str(failed.value) == ('could not swap the new directory into %s (renameat2 RENAME_EXCHANGE): Invalid argument; '

