@@ -338,6 +338,9 @@ __REPORT_CHUNKS__
       if (remediation.role) {
         var roleVars = remediation.vars && Object.keys(remediation.vars).length ? " with " + JSON.stringify(remediation.vars) : "";
         box.appendChild(el("p", {}, "Role " + remediation.role + roleVars));
+        if (remediation.switches && remediation.switches.length) {
+          box.appendChild(el("p", {}, "Switches, off unless you set them: " + remediation.switches.join(", ")));
+        }
       }
       if (remediation.module) { box.appendChild(el("p", {}, "Module " + remediation.module)); }
     }

