@@ -138,6 +138,34 @@ class Fix(object):
     def finish(self, plan):
         """After a verified change: drop what a roll back would have needed."""
 
+    def found(self):
+        """Result fields that say what was found and done before a failure, when plan() raised."""
+        return {}
+
+
+def drive(fix, check_mode, write):
+    """The protocol without Ansible: (plan, {backups, verified}). A failure is raised (HostInputError,
+    FixFailed when the change did not hold); after the plan its ``fields`` carry the plan's result."""
+    plan = fix.plan()
+    outcome = {'backups': [], 'verified': False}
+    if not plan.changed or check_mode:
+        return plan, outcome
+    try:
+        outcome['backups'] = fix.apply(plan, write) or []
+    except HostInputError as exc:
+        exc.fields = dict(plan.result, **getattr(exc, 'fields', {}))
+        raise
+    problems = fix.verify(plan)
+    if problems:
+        left = fix.roll_back(plan, write)
+        what_now = ('could NOT be put back: %s' % '; '.join(left)) if left else 'everything was put back as it was'
+        fields = dict(plan.result, problems=problems)
+        raise FixFailed('the change did not hold (%s); %s' % ('; '.join(problems), what_now), rolled_back=not left,
+                        **fields)
+    fix.finish(plan)
+    outcome['verified'] = True
+    return plan, outcome
+
 
 def blank_result():
     """The keys every fix module returns."""
@@ -151,34 +179,25 @@ def run(module, fix):
     def write(writes, backup):
         return filewrite.write_all(module, writes, backup)
 
-    def fail(exc, **fields):
-        result.update(getattr(exc, 'fields', {}))
-        result.update(fields)
-        result['msg'] = str(exc)
-        return module.fail_json(**result)
-
     try:
-        plan = fix.plan()
+        plan, outcome = drive(fix, module.check_mode, write)
     except HostInputError as exc:
-        return fail(exc)
-    result.update(plan.result)
-    result.update(changed=plan.changed, diff=plan.diff, msg=plan.msg)
+        result.update(fix.found())
+        result.update(getattr(exc, 'fields', None) or {})
+        result.update(msg=str(exc), rolled_back=getattr(exc, 'rolled_back', False))
+        return module.fail_json(**result)
     for warning in plan.warnings:
         module.warn(warning)
-    if not plan.changed or module.check_mode:
-        return module.exit_json(**result)
-    try:
-        result['backups'] = fix.apply(plan, write) or []
-        # apply may add what it made (a backup's path) to the module's own fields.
-        result.update(plan.result)
-    except HostInputError as exc:
-        return fail(exc, rolled_back=getattr(exc, 'rolled_back', False))
-    problems = fix.verify(plan)
-    if problems:
-        left = fix.roll_back(plan, write)
-        outcome = ('could NOT be put back: %s' % '; '.join(left)) if left else 'everything was put back as it was'
-        return fail(FixFailed('the change did not hold (%s); %s' % ('; '.join(problems), outcome)),
-                    rolled_back=not left, problems=problems)
-    fix.finish(plan)
-    result['verified'] = True
+    result.update(outcome)
+    # A fix's own fields come after: a step that only checks (pi_ir_tx_fix step=verify) says verified itself.
+    result.update(plan.result)
+    if plan.msg:
+        message = plan.msg
+    elif not plan.changed:
+        message = 'nothing to change'
+    elif module.check_mode:
+        message = 'check mode: the diff is what would change; nothing was changed'
+    else:
+        message = 'changed, and read back as planned'
+    result.update(changed=plan.changed, diff=plan.diff, msg=message)
     return module.exit_json(**result)

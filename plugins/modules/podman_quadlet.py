@@ -171,9 +171,8 @@ skipped_reason:
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
-from ansible_collections.homelab.postmortem.plugins.module_utils.filewrite import write_all
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
@@ -198,19 +197,7 @@ def main():
         supports_check_mode=True,
     )
     ctx = AuditContext(runner=CommandRunner(timeout=COMMAND_TIMEOUT), which=module.get_bin_path)
-    conversion = quadlet_convert.Conversion(ctx, module.params, lambda writes, backup: write_all(module, writes, backup))
-    try:
-        changed = conversion.run(module.check_mode)
-    except HostInputError as exc:
-        result = dict(conversion.result)
-        result.pop('diff', None)
-        module.fail_json(msg=str(exc), steps=conversion.steps, **result)
-    for warning in conversion.warnings:
-        module.warn(warning)
-    result = dict(conversion.result)
-    if not (module._diff and changed):
-        result.pop('diff', None)
-    module.exit_json(changed=changed, steps=conversion.steps, **result)
+    fix_protocol.run(module, quadlet_convert.Conversion(ctx, quadlet_convert.Options(**module.params)))
 
 
 if __name__ == '__main__':
