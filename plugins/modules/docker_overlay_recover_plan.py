@@ -100,11 +100,6 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
-msg:
-  description: "One line on what is the matter with this node (C(nothing: ...) or C(cut off: ...))."
-  returned: always
-  type: str
-  sample: "cut off: web"
 cut_off:
   description: The containers the finding calls cut off.
   returned: always
@@ -155,6 +150,35 @@ notes:
   returned: when O(stage=plan)
   type: list
   elements: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - With O(stage=verify), whether every container has its overlay back. This module changes nothing itself (the role
+      restarts the daemon), so it is false with O(stage=plan).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule

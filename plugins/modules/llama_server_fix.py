@@ -120,11 +120,34 @@ global_path_open:
   sample:
     - {pid: 4242, cache_prompt_source: default}
   version_added: 0.2.0
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
 backups:
-  description: Backup copies made before writing.
+  description: Backup copies made before anything was changed.
   returned: always
   type: list
   elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule

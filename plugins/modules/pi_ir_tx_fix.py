@@ -135,11 +135,6 @@ files:
   returned: always
   type: list
   elements: str
-backups:
-  description: Backup copies made before writing.
-  returned: when changed and not in check mode
-  type: list
-  elements: str
 reboot_required:
   description: Whether the change needs a reboot to take effect (true whenever a file changed).
   returned: always
@@ -172,6 +167,35 @@ problems:
   returned: when step is verify or promote
   type: list
   elements: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+    - With O(step=verify), whether the trial boot passed every check (C(problems) is empty).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 import os
