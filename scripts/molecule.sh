@@ -35,6 +35,17 @@ for role_dir in "${REPO_ROOT}"/roles/*/; do
 done
 export HOME="${decoy_home}"
 status=0
+# A role without a scenario is a failure, not a role with nothing to run: looping over the scenarios
+# alone would pass it without a word (tests/unit/contract/test_role_contract.py holds the same).
+for role_dir in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/; do
+  if ! compgen -G "${role_dir}molecule/*/molecule.yml" >/dev/null; then
+    log "FAILED: role $(basename "${role_dir}") has no Molecule scenario (roles/$(basename "${role_dir}")/molecule/default/molecule.yml)"
+    status=1
+  fi
+done
+if [ "${status}" -ne 0 ]; then
+  exit 1
+fi
 # MOLECULE_ROLE=<role> runs one role's scenarios only.
 for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.yml; do
   [ -e "${scenario}" ] || continue
