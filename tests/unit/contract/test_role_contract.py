@@ -144,3 +144,36 @@ def test_molecule_sh_stops_on_a_role_without_a_scenario_before_running_any(tmp_p
     assert run.returncode == 1, run.stderr
     assert 'FAILED: role zz_without_scenario has no Molecule scenario' in run.stderr
     assert 'zz_complete has no' not in run.stderr and 'molecule test:' not in run.stderr
+
+
+def _switches():
+    """{switch: its role}: the options the roles' argument specs mark "Disruptive:"
+    (plugin_utils/role_specs.py), the one declaration of them."""
+    from ansible_collections.homelab.postmortem.plugins.plugin_utils import role_specs
+    roles_dir = os.path.join(REPO_ROOT, 'roles')
+    return dict((name, role) for role in os.listdir(roles_dir)
+                for name, _option in role_specs.switches(role_specs.load(role, roles_dir)))
+
+
+def test_every_text_that_lists_the_switches_lists_them_all():
+    """A paragraph (of README.md, CONTRIBUTING.md, docs/, a playbook's comments) that names the switches of
+    more than one role is a list of them, and must be the declared list: a switch added to a role's spec
+    shows up in every such list, or this fails naming the file. (A role's own page may name its own.)"""
+    by_switch = _switches()
+    switches = sorted(by_switch)
+    assert len(set(by_switch.values())) >= 3
+    names = re.compile(r'\b(%s)\b' % '|'.join(switches))
+    paths = [os.path.join(REPO_ROOT, name) for name in ('README.md', 'CONTRIBUTING.md')]
+    paths += glob.glob(os.path.join(REPO_ROOT, 'docs', '*.md')) + glob.glob(os.path.join(REPO_ROOT, 'playbooks', '*.yml'))
+    lists = 0
+    for path in paths:
+        text = _read(path)
+        if path.endswith('.yml'):
+            text = '\n'.join(line.lstrip('# ') if line.startswith('#') else '' for line in text.splitlines())
+        for paragraph in re.split(r'\n\s*\n', text):
+            named = set(names.findall(paragraph))
+            if len(set(by_switch[name] for name in named)) >= 2:
+                lists += 1
+                assert sorted(named) == switches, '%s lists %s but not %s' % (
+                    os.path.relpath(path, REPO_ROOT), sorted(named), sorted(set(switches) - named))
+    assert lists >= 3  # README.md, docs/awx.md, playbooks/remediate.yml at least
