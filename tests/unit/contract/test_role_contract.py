@@ -177,3 +177,30 @@ def test_every_text_that_lists_the_switches_lists_them_all():
                 assert sorted(named) == switches, '%s lists %s but not %s' % (
                     os.path.relpath(path, REPO_ROOT), sorted(named), sorted(set(switches) - named))
     assert lists >= 3  # README.md, docs/awx.md, playbooks/remediate.yml at least
+
+
+def _all_fix_modules():
+    """The modules the registry's roles run to fix, and the modules REMEDIATION names without a role."""
+    modules = set(m for role, _id in ROLE_DETECTIONS for m in fix_modules(REPO_ROOT, role))
+    modules.update(d.REMEDIATION['module'].split('.')[-1] for d in registry.DETECTIONS if d.REMEDIATION.get('module'))
+    return sorted(modules)
+
+
+PROTOCOL_KEYS = ('changed', 'diff', 'backups', 'verified', 'rolled_back', 'msg')
+
+
+@pytest.mark.parametrize('module', _all_fix_modules())
+def test_every_fix_module_follows_the_fix_protocol(module):
+    """One shape for every fix (module_utils/fix_protocol.py): the module hands a Fix to fix_protocol.run,
+    which alone ends it on success, and its RETURN documents the keys every fix module returns."""
+    source = _read(os.path.join(REPO_ROOT, 'plugins', 'modules', module + '.py'))
+    assert 'fix_protocol.run(module, ' in source, module
+    assert 'exit_json(' not in source, '%s ends itself; fix_protocol.run does' % module
+    returned = yaml.safe_load(source.split("RETURN = r'''", 1)[1].split("'''", 1)[0])
+    missing = [key for key in PROTOCOL_KEYS if key != 'changed' and key not in returned]
+    assert not missing, '%s: RETURN does not document %s' % (module, ', '.join(missing))
+
+
+def test_the_fix_modules_are_all_there():
+    assert _all_fix_modules() == ['docker_overlay_recover_plan', 'llama_server_fix', 'ollama_gemma4_renderer_fix',
+                                  'pi_ir_tx_fix', 'podman_quadlet', 'podman_safe_export', 'vllm_lora_fold']

@@ -86,3 +86,30 @@ def test_podman_quadlet_puts_everything_back_when_the_service_does_not_come_up(t
     assert result['failed'] and result['rolled_back'] and not result['verified']
     assert 'did not come up within 2 s' in result['msg'] and 'everything was put back as it was' in result['msg']
     assert not (tmp_path / 'units' / 'web.container').exists() and set(host.containers) == {'web'}
+
+
+def test_podman_safe_export_checks_exports_verifies_and_then_leaves_the_archive(tmp_path, monkeypatch):
+    from ansible_collections.homelab.postmortem.plugins.modules import podman_safe_export
+    from ..module_utils.podman.test_safe_export import PODMAN as SAFE_PODMAN, FakePodman
+    fake = FakePodman()
+    monkeypatch.setattr(podman_safe_export, 'AuditContext',
+                        lambda **_kw: AuditContext(runner=fake, which={'podman': SAFE_PODMAN}.get))
+    dest = tmp_path / 'web.tar'
+    checked = run_module('podman_safe_export', {'container': 'web', 'dest': str(dest)}, check_mode=True)
+    assert KEYS <= set(checked) and checked['changed'] and not checked['verified'] and not dest.exists()
+    assert checked['steps'][1].startswith('podman commit web ') and fake.calls == []
+    done = run_module('podman_safe_export', {'container': 'web', 'dest': str(dest)})
+    assert done['changed'] and done['verified'] and dest.exists() and done['owners']['etc/passwd'] == '0/0'
+    again = run_module('podman_safe_export', {'container': 'web', 'dest': str(dest)})
+    assert not again['changed'] and 'exists; set force: true' in again['msg']
+
+
+def test_podman_safe_export_with_wrong_owners_writes_nothing(tmp_path, monkeypatch):
+    from ansible_collections.homelab.postmortem.plugins.modules import podman_safe_export
+    from ..module_utils.podman.test_safe_export import PODMAN as SAFE_PODMAN, FakePodman, GOOD
+    fake = FakePodman(archive=[(n, 1 if u == 0 else u, g, s) for n, u, g, s in GOOD])
+    monkeypatch.setattr(podman_safe_export, 'AuditContext',
+                        lambda **_kw: AuditContext(runner=fake, which={'podman': SAFE_PODMAN}.get))
+    dest = tmp_path / 'web.tar'
+    result = run_module('podman_safe_export', {'container': 'web', 'dest': str(dest)})
+    assert result['failed'] and 'failed verification' in result['msg'] and not dest.exists() and not result['verified']
