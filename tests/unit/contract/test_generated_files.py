@@ -137,7 +137,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-DOCUMENTATION = '''
+DOCUMENTATION = r'''
 ---
 module: pi_zz_throwaway_fix
 short_description: Remove the throwaway marker
@@ -150,12 +150,30 @@ options:
     required: true
 '''
 
-EXAMPLES = '''
+EXAMPLES = r'''
 - homelab.postmortem.pi_zz_throwaway_fix:
     marker: /etc/zz-marker
 '''
 
-RETURN = '''
+RETURN = r'''
+diff:
+  description: The marker's text before, and nothing after.
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: None (the marker is not kept).
+  returned: always
+  type: list
+  elements: str
+verified:
+  description: Whether the marker is gone.
+  returned: always
+  type: bool
+rolled_back:
+  description: Whether a removal that did not hold was undone.
+  returned: always
+  type: bool
 msg:
   description: What was done.
   returned: always

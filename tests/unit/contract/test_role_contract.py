@@ -202,5 +202,6 @@ def test_every_fix_module_follows_the_fix_protocol(module):
 
 
 def test_the_fix_modules_are_all_there():
-    assert _all_fix_modules() == ['docker_overlay_recover_plan', 'llama_server_fix', 'ollama_gemma4_renderer_fix',
-                                  'pi_ir_tx_fix', 'podman_quadlet', 'podman_safe_export', 'vllm_lora_fold']
+    # A subset: a copy of the repository with a throwaway role adds its own (test_generated_files.py).
+    assert set(['docker_overlay_recover_plan', 'llama_server_fix', 'ollama_gemma4_renderer_fix', 'pi_ir_tx_fix',
+                'podman_quadlet', 'podman_safe_export', 'vllm_lora_fold']) <= set(_all_fix_modules())
