@@ -249,6 +249,7 @@ ROLE_PARTS = {
     'roles/<role>/meta/argument_specs.yml': 'roles/<role>/meta/argument_specs.yml is missing',
     'roles/<role>/molecule/default/molecule.yml': 'roles/<role> has no Molecule scenario',
     'tests/unit/plugins/modules/test_<role>_fix.py': 'the fix module <role>_fix (roles/<role>) has no unit test',
+    'plugins/modules/<role>_fix.py': 'roles/<role> calls no fix module of the collection',
 }
 
 
