@@ -39,6 +39,17 @@ export HOME="${decoy_home}"
 # tests/check_mode_wording.py fails the scenario on a message that claims a change.
 export ANSIBLE_CALLBACK_PLUGINS="${REPO_ROOT}/tests/callback_plugins" ANSIBLE_CALLBACKS_ENABLED=check_mode_messages
 status=0
+# A role without a scenario is a failure, not a role with nothing to run: looping over the scenarios
+# alone would pass it without a word (tests/unit/contract/test_role_contract.py holds the same).
+for role_dir in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/; do
+  if ! compgen -G "${role_dir}molecule/*/molecule.yml" >/dev/null; then
+    log "FAILED: role $(basename "${role_dir}") has no Molecule scenario (roles/$(basename "${role_dir}")/molecule/default/molecule.yml)"
+    status=1
+  fi
+done
+if [ "${status}" -ne 0 ]; then
+  exit 1
+fi
 # MOLECULE_ROLE=<role> runs one role's scenarios only.
 for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.yml; do
   [ -e "${scenario}" ] || continue

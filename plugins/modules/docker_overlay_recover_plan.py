@@ -99,11 +99,6 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
-msg:
-  description: "One line on what is the matter with this node (C(nothing: ...) or C(cut off: ...))."
-  returned: always
-  type: str
-  sample: "cut off: web"
 cut_off:
   description: The containers the finding calls cut off.
   returned: always
@@ -154,14 +149,77 @@ notes:
   returned: when O(stage=plan)
   type: list
   elements: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - With O(stage=verify), whether every container has its overlay back. This module changes nothing itself (the role
+      restarts the daemon), so it is false with O(stage=plan).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import api as docker_api
 from ansible_collections.homelab.postmortem.plugins.module_utils.docker import overlay_recovery
 
 MAX_API_TIMEOUT = 300
+
+
+class OverlayRecoveryPlan(fix_protocol.Fix):
+    """The plan and the verify steps of the fix protocol for docker_overlay_recover. The apply step (scale
+    down, restart dockerd, start again) is the role's: a restart must run on one node at a time across
+    the play (throttle, any_errors_fatal), which only the play can order; so this module changes nothing."""
+
+    def __init__(self, finding, stage, check_mode, read_start_again, **choices):
+        self.finding = finding
+        self.stage = stage
+        self.check_mode = check_mode
+        self.read_start_again = read_start_again
+        self.choices = choices  # scale_down, scale_down_failing, restart, restart_command, probe
+
+    def plan(self):
+        if self.stage == 'verify':
+            try:
+                sorting = overlay_recovery.verify(self.finding)
+            except overlay_recovery.RecoveryFailed as exc:
+                raise fix_protocol.FixFailed(str(exc), **exc.sorting.result())
+            except overlay_recovery.PlanRefused as exc:
+                raise fix_protocol.FixFailed(str(exc))
+            return fix_protocol.Plan(changed=False, result=dict(sorting.result(), verified=True),
+                                     msg='every container has its overlay back')
+        try:
+            planned = overlay_recovery.plan(self.finding, self.read_start_again, **self.choices)
+        except overlay_recovery.PlanRefused as exc:
+            raise fix_protocol.FixFailed(str(exc), **(exc.sorting.result() if exc.sorting else {}))
+        except docker_api.DockerProblem as exc:
+            raise fix_protocol.FixFailed('the running containers cannot be read, so those to start again after the '
+                                         'restart are not known: %s; nothing was changed' % exc)
+        found = planned.result(self.check_mode)
+        return fix_protocol.Plan(changed=False, result=found, msg=found.pop('msg'))
 
 
 def main():
@@ -180,31 +238,17 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    if params['stage'] == 'verify':
-        try:
-            sorting = overlay_recovery.verify(params['finding'])
-        except overlay_recovery.RecoveryFailed as exc:
-            module.fail_json(msg=str(exc), **exc.sorting.result())
-        except overlay_recovery.PlanRefused as exc:
-            module.fail_json(msg=str(exc))
-        module.exit_json(changed=False, msg='every container has its overlay back', **sorting.result())
-    if not 1 <= params['api_timeout'] <= MAX_API_TIMEOUT:
+    if params['stage'] == 'plan' and not 1 <= params['api_timeout'] <= MAX_API_TIMEOUT:
         module.fail_json(msg='api_timeout must be 1 to %d seconds, got %d' % (MAX_API_TIMEOUT, params['api_timeout']))
 
     def read_start_again():
         return overlay_recovery.containers_to_start_again(
             docker_api.DockerApi(docker_api.socket_path(params['docker_host']), params['api_timeout']))
 
-    try:
-        planned = overlay_recovery.plan(params['finding'], read_start_again, scale_down=params['scale_down'],
-                                        scale_down_failing=params['scale_down_failing'], restart=params['restart'],
-                                        restart_command=params['restart_command'], probe=params['probe'])
-    except overlay_recovery.PlanRefused as exc:
-        module.fail_json(msg=str(exc), **(exc.sorting.result() if exc.sorting else {}))
-    except docker_api.DockerProblem as exc:
-        module.fail_json(msg='the running containers cannot be read, so those to start again after the restart are '
-                             'not known: %s; nothing was changed' % exc)
-    module.exit_json(changed=False, **planned.result(module.check_mode))
+    fix_protocol.run(module, OverlayRecoveryPlan(
+        params['finding'], params['stage'], module.check_mode, read_start_again,
+        scale_down=params['scale_down'], scale_down_failing=params['scale_down_failing'], restart=params['restart'],
+        restart_command=params['restart_command'], probe=params['probe']))
 
 
 if __name__ == '__main__':

@@ -122,19 +122,61 @@ global_path_open:
   sample:
     - {pid: 4242, cache_prompt_source: default}
   version_added: 0.2.0
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
 backups:
-  description: Backup copies made before writing.
+  description: Backup copies made before anything was changed.
   returned: always
   type: list
   elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+
+
+class LlamaServerFix(fix_protocol.Fix):
+    """Plan: each setting changed where it wins, proved (llama/server_fix.py); the files are written,
+    read back and put back by the protocol."""
+
+    def __init__(self, ctx, systemctl, chosen, units, backup):
+        self.ctx = ctx
+        self.systemctl = systemctl
+        self.chosen = chosen
+        self.units = units
+        self.backup = backup
+
+    def plan(self):
+        try:
+            result, writes = server_fix.plan_and_prove(self.ctx, self.systemctl, self.chosen, self.units)
+        except HostInputError as exc:
+            raise fix_protocol.FixFailed('%s; no file was changed' % exc)
+        return fix_protocol.Plan(writes=writes, result=result, backup=self.backup)
 
 
 def main():
@@ -149,15 +191,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    ctx = AuditContext(which=module.get_bin_path)
-    try:
-        result, writes = server_fix.plan_and_prove(ctx, module.params, module.get_bin_path('systemctl'))
-    except HostInputError as exc:
-        module.fail_json(msg='%s; no file was changed' % exc)
-    backups = []
-    if writes and not module.check_mode:
-        backups = filewrite.write_all(module, writes, module.params['backup'])
-    module.exit_json(changed=bool(writes), backups=backups, **result)
+    params = module.params
+    chosen = [name for name in server_fix.FIXES if params[name]]
+    fix_protocol.run(module, LlamaServerFix(AuditContext(which=module.get_bin_path), module.get_bin_path('systemctl'),
+                                            chosen, params['units'], params['backup']))
 
 
 if __name__ == '__main__':

@@ -108,23 +108,102 @@ models:
       description: The Modelfile written before the model was re-created, when O(backup) is on.
       type: str
   sample: [{model: mygemma:latest, changed: true, before_renderer: gemma4, after_renderer: gemma4-large}]
-diff:
-  description: Each changed model's Modelfile before and after (with C(--diff)).
-  returned: when diff mode is on and a model changes
-  type: list
-  elements: dict
 ollama_version:
   description: The version Ollama reported.
+  returned: always
+  type: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
   returned: always
   type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol, loopback_http, registry
+from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
+from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
+from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer_fix
 
 MAX_TIMEOUT = 3600
+
+
+def affected_models(url, timeout):
+    """The models the ollama_gemma4_renderer detection calls affected; FixFailed when it could not read Ollama."""
+    limit = ollama_common.COMMON_SETTINGS['timeout']['max']
+    settings = registry.validate_settings({'ollama_gemma4_renderer': {'url': url, 'timeout': min(timeout, limit)}})
+    finding = registry.run_one(AuditContext(settings=settings), ollama_gemma4_renderer.DETECTION)
+    if finding['status'] in ('error', 'unknown'):
+        raise renderer_fix.FixFailed('the detection could not read Ollama: %s' % finding['summary'])
+    return [i['evidence']['model'] for i in finding['evidence'].get('instances', []) if i['status'] == 'affected']
+
+
+class RendererPin(fix_protocol.Fix):
+    """Plan: /api/show of each model; apply: back up every changing model, then re-create them one at a
+    time, each verified (renderer_fix.apply); verify: read every one back; roll back: re-create them as
+    they were."""
+
+    def __init__(self, client, models, renderer, backup_dir=None, find_affected=None):
+        self.client = client
+        self.models = models
+        self.renderer = renderer
+        self.backup_dir = backup_dir        # None: no backups
+        self.find_affected = find_affected  # () -> [model names], when ``models`` is empty
+
+    def plan(self):
+        version_text, plans = None, []
+        try:
+            version_text = self.client.version()
+            refused = renderer_fix.check_version(version_text)
+            if refused:
+                raise fix_protocol.FixFailed(refused, ollama_version=version_text, models=[])
+            names = self.models or self.find_affected()
+            plans = renderer_fix.plan(self.client, names, self.renderer)
+        except loopback_http.ProbeFailure as exc:
+            raise fix_protocol.FixFailed('%s; nothing was changed' % exc, ollama_version=version_text,
+                                         models=[p.entry() for p in plans])
+        return fix_protocol.Plan(diff=[p.diff() for p in plans if p.changed],
+                                 result=dict(models=[p.entry() for p in plans], ollama_version=version_text),
+                                 models=plans)
+
+    def apply(self, plan, write):
+        plans = plan.details['models']
+        if self.backup_dir:
+            renderer_fix.write_backups(plans, self.backup_dir)
+        renderer_fix.apply(self.client, plans)
+        plan.result['models'] = [p.entry() for p in plans]
+        return [p.backup for p in plans if p.backup]
+
+    def verify(self, plan):
+        return renderer_fix.verify(self.client, plan.details['models'])
+
+    def roll_back(self, plan, write):
+        return renderer_fix.roll_back(self.client, plan.details['models'])
 
 
 def main():
@@ -144,28 +223,9 @@ def main():
     if not 1 <= params['timeout'] <= MAX_TIMEOUT:
         module.fail_json(msg='timeout must be 1 to %d seconds, got %d' % (MAX_TIMEOUT, params['timeout']), models=[])
     client = renderer_fix.Client(params['url'], params['timeout'], params['token'])
-    version_text, plans = None, []
-    try:
-        version_text = client.version()
-        refused = renderer_fix.check_version(version_text)
-        if refused:
-            module.fail_json(msg=refused, ollama_version=version_text, models=[])
-        names = params['models'] or renderer_fix.affected_models(params['url'], params['timeout'])
-        plans = renderer_fix.plan(client, names, params['renderer'])
-        if not module.check_mode:
-            if params['backup'] and any(p.changed for p in plans):
-                renderer_fix.write_backups(plans, params['backup_dir'])
-            renderer_fix.apply(client, plans)
-    except loopback_http.ProbeFailure as exc:
-        # Raised before any model is re-created: apply() turns its own failures into FixFailed.
-        module.fail_json(msg='%s; nothing was changed' % exc, ollama_version=version_text,
-                         models=[p.entry() for p in plans])
-    except renderer_fix.FixFailed as exc:
-        module.fail_json(msg=str(exc), ollama_version=version_text, models=exc.models or [p.entry() for p in plans])
-    result = dict(changed=any(p.changed for p in plans), models=[p.entry() for p in plans], ollama_version=version_text)
-    if module._diff and result['changed']:
-        result['diff'] = [p.diff() for p in plans if p.changed]
-    module.exit_json(**result)
+    fix_protocol.run(module, RendererPin(client, params['models'], params['renderer'],
+                                         params['backup_dir'] if params['backup'] else None,
+                                         lambda: affected_models(params['url'], params['timeout'])))
 
 
 if __name__ == '__main__':

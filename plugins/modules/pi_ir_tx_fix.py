@@ -137,11 +137,6 @@ files:
   returned: always
   type: list
   elements: str
-backups:
-  description: Backup copies made before writing.
-  returned: when changed and not in check mode
-  type: list
-  elements: str
 reboot_required:
   description: Whether the change needs a reboot to take effect (true whenever a file changed).
   returned: always
@@ -174,13 +169,42 @@ problems:
   returned: when step is verify or promote
   type: list
   elements: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+    - With O(step=verify), whether the trial boot passed every check (C(problems) is empty).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections import pi_ir_tx
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import ir_tx_fix as pi_ir_tx_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import config as rpi_config
@@ -188,6 +212,8 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.rpi import tryb
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 from ansible_collections.homelab.postmortem.plugins.module_utils.hostio import ReadProblem
+
+FixFailed = fix_protocol.FixFailed
 
 
 def _trial_problems(ctx, device_tree, trial_paths, expected):
@@ -215,6 +241,119 @@ def _trial_problems(ctx, device_tree, trial_paths, expected):
     return problems, transmitters
 
 
+def _removals(paths):
+    """[(path, its text, None)]: the files to remove, with what a roll back writes back."""
+    removals = []
+    for path in paths:
+        try:
+            removals.append((path, hostio.read_text(path), None))
+        except ReadProblem as problem:
+            if problem.kind != 'missing':
+                raise FixFailed('%s %s; nothing was changed' % (path, problem.reason))
+    return removals
+
+
+class PiIrTxFix(fix_protocol.Fix):
+    """One step of the fix (write, verify, promote, discard) as a plan of files to write and remove; the
+    protocol writes them (config.txt and its includes backed up), reads them back and puts them back."""
+
+    def __init__(self, ctx, step, trial, board=None, device_tree='/proc/device-tree', backup=True, check_mode=False):
+        self.ctx = ctx
+        # Only for the words: check mode says what would be written (the protocol writes nothing then).
+        self.check_mode = check_mode
+        self.step = step
+        self.trial_mode = trial
+        self.board = board
+        self.device_tree = device_tree
+        self.backup = backup
+        self.live = ctx.root == '/'
+
+    def plan(self):
+        ctx = self.ctx
+        config_rel = pi_ir_tx.find_config(ctx)
+        if not config_rel:
+            return fix_protocol.Plan(result=dict(replacements=[], files=[], reboot_required=False, trial=False,
+                                                 trial_reason='no config.txt', trial_files=[], trial_boot=False),
+                                     msg='no config.txt under %s' % ctx.root)
+        model = pi_ir_tx.read_model(ctx) if self.live else None
+        tree_model = os.path.join(self.device_tree, 'model')
+        if self.live and os.path.exists(tree_model):
+            model = (hostio.read_optional_text(tree_model) or '').rstrip('\x00')
+        board = self.board or rpi_config.board_from_model(model)
+        try:
+            _config, replacements = pi_ir_tx_fix.plan(config_rel, board, ctx.root)
+            changes = pi_ir_tx_fix.rewrite(replacements)
+        except (DetectionError, ReadProblem) as exc:
+            raise FixFailed(str(exc))
+        top = ctx.path(config_rel)
+        boot_dir = os.path.dirname(top)
+        supported, reason = tryboot.support(self.device_tree, boot_dir, board) if self.live else (
+            False, 'an image is never booted here')
+        trial_boot = self.live and tryboot.is_trial_boot(self.device_tree)
+        result = dict(replacements=[r.as_dict() for r in replacements], files=[], reboot_required=False,
+                      trial=False, trial_reason=reason, trial_files=[], trial_boot=trial_boot)
+        try:
+            expected = tryboot.trial_files(top, changes) if changes else {}
+        except tryboot.Refused:
+            expected = {}
+        except (ReadProblem, DetectionError) as exc:
+            raise FixFailed('cannot build the trial configuration: %s' % exc, **result)
+        ours = [p for p in sorted(set(list(expected) + [os.path.join(boot_dir, tryboot.TRYBOOT_FILE)]))
+                if tryboot.ours(p)]
+        writes = [(path, before, after) for path, (before, after) in sorted(changes.items())]
+        if self.step in ('verify', 'promote'):
+            return self._promote(result, writes, expected, ours)
+        if self.step == 'discard':
+            result.update(trial_files=ours)
+            return fix_protocol.Plan(writes=_removals(ours), result=result, backup=False)
+        dropped = 'would drop' if self.check_mode else 'dropped'
+        warnings = ['%s: %s %s: gpio-ir-tx has no such parameter'
+                    % (r.overlay.line.where(), dropped, ', '.join(r.dropped)) for r in replacements if r.dropped]
+        return self._write(result, writes, expected, supported, config_rel, warnings)
+
+    def _promote(self, result, writes, expected, ours):
+        problems, transmitters = _trial_problems(self.ctx, self.device_tree, sorted(expected), expected)
+        if not expected:
+            problems.append('config.txt needs no change: there is nothing to promote')
+        result.update(problems=problems, transmitters=transmitters, trial_files=sorted(expected))
+        if self.step == 'verify':
+            result['verified'] = not problems
+            return fix_protocol.Plan(result=result)
+        if problems:
+            raise FixFailed('not promoted, nothing was changed: %s' % '; '.join(problems), **result)
+        # The change itself (config.txt and its includes, backed up), then the trial files, this fix's own.
+        result.update(files=[path for path, _b, _a in writes], reboot_required=False)
+        return fix_protocol.Plan(writes=writes + _removals(ours), result=result, backup=self.backup)
+
+    def _write(self, result, writes, expected, supported, config_rel, warnings):
+        reason = result['trial_reason']
+        written = 'would be written' if self.check_mode else 'is written'
+        if self.trial_mode != 'never' and not self.live:
+            reason = 'an image is never booted here: %s %s directly' % (config_rel, written)
+        use_trial = bool(writes) and self.live and self.trial_mode != 'never' and supported
+        if writes and self.trial_mode == 'always' and not use_trial:
+            raise FixFailed('no trial boot on this host (trial: always), nothing was changed: %s' % reason, **result)
+        if not use_trial:
+            if self.trial_mode == 'auto' and writes and not supported:
+                reason += '; config.txt %s directly' % written
+            result.update(trial_reason=reason, files=[path for path, _b, _a in writes], reboot_required=bool(writes))
+            return fix_protocol.Plan(writes=writes, result=result, backup=self.backup, warnings=warnings)
+        trial_writes = []
+        for path, text in sorted(expected.items()):
+            if tryboot.ours(path) is False:
+                raise FixFailed('%s exists and was not written by this fix (another updater\'s pending trial?); '
+                                'nothing was changed' % path, **result)
+            try:
+                before = hostio.read_text(path) if os.path.exists(path) else None
+            except ReadProblem as exc:
+                raise FixFailed(str(exc), **result)
+            trial_writes.append((path, before, text))
+        result.update(trial=True, trial_files=sorted(expected), reboot_required=True,
+                      files=[path for path, before, after in trial_writes if before != after])
+        # Trial files are this fix's own: nothing of the user's to back up.
+        return fix_protocol.Plan(writes=trial_writes, result=result, backup=False, warnings=warnings)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -229,114 +368,11 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    step = params['step']
-    live = params['root'] == '/'
-    if step != 'write' and not live:
-        module.fail_json(msg='step=%s is for the running Pi (root /); an image is never booted here' % step)
+    if params['step'] != 'write' and params['root'] != '/':
+        module.fail_json(msg='step=%s is for the running Pi (root /); an image is never booted here' % params['step'])
     ctx = AuditContext(root=params['root'], sys_root=params['sysfs'])
-    config_rel = pi_ir_tx.find_config(ctx)
-    if not config_rel:
-        module.exit_json(changed=False, replacements=[], files=[], reboot_required=False, trial=False,
-                         trial_reason='no config.txt', trial_files=[], trial_boot=False,
-                         msg='no config.txt under %s' % ctx.root)
-    model = pi_ir_tx.read_model(ctx) if live else None
-    tree_model = os.path.join(params['device_tree'], 'model')
-    if live and os.path.exists(tree_model):
-        model = (hostio.read_optional_text(tree_model) or '').rstrip('\x00')
-    board = params['board'] or rpi_config.board_from_model(model)
-    try:
-        _config, replacements = pi_ir_tx_fix.plan(config_rel, board, ctx.root)
-        changes = pi_ir_tx_fix.rewrite(replacements)
-    except (DetectionError, ReadProblem) as exc:
-        module.fail_json(msg=str(exc))
-    top = ctx.path(config_rel)
-    boot_dir = os.path.dirname(top)
-    supported, reason = tryboot.support(params['device_tree'], boot_dir, board) if live else (
-        False, 'an image is never booted here')
-    trial_boot = live and tryboot.is_trial_boot(params['device_tree'])
-    result = dict(changed=False, replacements=[r.as_dict() for r in replacements], files=[], reboot_required=False,
-                  trial=False, trial_reason=reason, trial_files=[], trial_boot=trial_boot)
-    try:
-        expected = tryboot.trial_files(top, changes) if changes else {}
-    except tryboot.Refused:
-        expected = {}
-    except (ReadProblem, DetectionError) as exc:
-        module.fail_json(msg='cannot build the trial configuration: %s' % exc, **result)
-    ours = [p for p in sorted(set(list(expected) + [os.path.join(boot_dir, tryboot.TRYBOOT_FILE)]))
-            if tryboot.ours(p)]
-
-    if step in ('verify', 'promote'):
-        problems, transmitters = _trial_problems(ctx, params['device_tree'], sorted(expected), expected)
-        if not expected:
-            problems.append('config.txt needs no change: there is nothing to promote')
-        result.update(problems=problems, transmitters=transmitters, trial_files=sorted(expected))
-        if step == 'verify':
-            module.exit_json(**result)
-        if problems:
-            module.fail_json(msg='not promoted, nothing was changed: %s' % '; '.join(problems), **result)
-        _write_changes(module, result, changes)
-        if not module.check_mode:
-            filewrite.remove_files(ours)
-        result.update(changed=True, reboot_required=False)
-        module.exit_json(**result)
-
-    if step == 'discard':
-        result.update(trial_files=ours, changed=bool(ours))
-        if ours and not module.check_mode:
-            filewrite.remove_files(ours)
-        module.exit_json(**result)
-
-    for replacement in replacements:
-        if replacement.dropped:
-            module.warn('%s: %s %s: gpio-ir-tx has no such parameter'
-                        % (replacement.overlay.line.where(), 'would drop' if module.check_mode else 'dropped',
-                           ', '.join(replacement.dropped)))
-    written = 'would be written' if module.check_mode else 'is written'
-    if params['trial'] != 'never' and not live:
-        reason = 'an image is never booted here: %s %s directly' % (config_rel, written)
-    use_trial = bool(changes) and live and params['trial'] != 'never' and supported
-    if changes and params['trial'] == 'always' and not use_trial:
-        module.fail_json(msg='no trial boot on this host (trial: always), nothing was changed: %s' % reason, **result)
-    if not use_trial:
-        if params['trial'] == 'auto' and changes and not supported:
-            reason += '; config.txt %s directly' % written
-        result['trial_reason'] = reason
-        _write_changes(module, result, changes)
-        result['reboot_required'] = bool(changes)
-        module.exit_json(**result)
-    for path in expected:
-        if tryboot.ours(path) is False:
-            module.fail_json(msg='%s exists and was not written by this fix (another updater\'s pending trial?); '
-                                 'nothing was changed' % path, **result)
-    writes = []
-    for path, text in sorted(expected.items()):
-        try:
-            before = hostio.read_text(path) if os.path.exists(path) else None
-        except ReadProblem as exc:
-            module.fail_json(msg=str(exc), **result)
-        if before != text:
-            writes.append((path, before, text))
-    result.update(trial=True, trial_files=sorted(expected), files=[w[0] for w in writes], changed=bool(writes),
-                  reboot_required=True,
-                  diff=[dict(before_header=path, after_header=path, before=before or '', after=after)
-                        for path, before, after in writes])
-    if writes and not module.check_mode:
-        # Trial files are this fix's own: nothing of the user's to back up.
-        filewrite.write_all(module, writes, False)
-    module.exit_json(**result)
-
-
-def _write_changes(module, result, changes):
-    """The change itself, to config.txt and its includes (backed up); the diff in check mode."""
-    result.update(
-        changed=bool(changes),
-        files=sorted(changes),
-        diff=[dict(before_header=path, after_header=path, before=before, after=after)
-              for path, (before, after) in sorted(changes.items())],
-    )
-    if changes and not module.check_mode:
-        result['backups'] = filewrite.write_all(
-            module, [(path, before, after) for path, (before, after) in sorted(changes.items())], module.params['backup'])
+    fix_protocol.run(module, PiIrTxFix(ctx, params['step'], params['trial'], params['board'], params['device_tree'],
+                                       params['backup'], check_mode=module.check_mode))
 
 
 if __name__ == '__main__':

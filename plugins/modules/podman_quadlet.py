@@ -164,13 +164,40 @@ skipped_reason:
   description: Why a container was left as it is although it is not converted yet.
   returned: when a running container was not replaced
   type: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
-from ansible_collections.homelab.postmortem.plugins.module_utils.filewrite import write_all
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
@@ -195,19 +222,7 @@ def main():
         supports_check_mode=True,
     )
     ctx = AuditContext(runner=CommandRunner(timeout=COMMAND_TIMEOUT), which=module.get_bin_path)
-    conversion = quadlet_convert.Conversion(ctx, module.params, lambda writes, backup: write_all(module, writes, backup))
-    try:
-        changed = conversion.run(module.check_mode)
-    except HostInputError as exc:
-        result = dict(conversion.result)
-        result.pop('diff', None)
-        module.fail_json(msg=str(exc), steps=conversion.steps, **result)
-    for warning in conversion.warnings:
-        module.warn(warning)
-    result = dict(conversion.result)
-    if not (module._diff and changed):
-        result.pop('diff', None)
-    module.exit_json(changed=changed, steps=conversion.steps, **result)
+    fix_protocol.run(module, quadlet_convert.Conversion(ctx, quadlet_convert.Options(**module.params)))
 
 
 if __name__ == '__main__':

@@ -125,14 +125,94 @@ backup_file:
   description: Copy of the replaced archive.
   returned: when O(force) replaced an archive and O(backup) is true
   type: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, fix_protocol
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import safe_export
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
+
+
+class SafeExportFix(fix_protocol.Fix):
+    """Plan: whether to export and the podman steps; apply: the export, its owners verified before it
+    replaces I(dest) (podman/safe_export.py); verify: I(dest) reads back with the archive's checksum;
+    roll back: the replaced archive back from its backup, or a new one removed."""
+
+    def __init__(self, job, container, force):
+        self.job = job
+        self.container = container
+        self.force = force
+
+    def plan(self):
+        unchanged = self.job.unchanged_reason(self.force)
+        if unchanged:
+            return fix_protocol.Plan(result=dict(dest=self.job.dest, steps=[]), msg=unchanged)
+        return fix_protocol.Plan(changed=True, result=dict(dest=self.job.dest, steps=self.job.planned_steps()),
+                                 msg='would export %s through a commit' % self.container,
+                                 warnings=self.job.warnings)
+
+    def found(self):
+        return {'dest': self.job.dest, 'steps': self.job.steps}
+
+    def apply(self, plan, write):
+        plan.result['steps'] = self.job.steps
+        try:
+            self.job.run()
+        finally:
+            plan.result.update(self.job.result)
+        plan.msg = 'exported %s to %s through a commit' % (self.container, self.job.dest)
+        return [self.job.result['backup_file']] if self.job.result.get('backup_file') else []
+
+    def verify(self, plan):
+        if safe_export.sha256(self.job.dest) != self.job.result['sha256']:
+            return ['%s does not read back with the checksum of the archive written' % self.job.dest]
+        return []
+
+    def roll_back(self, plan, write):
+        backup, dest = self.job.result.get('backup_file'), self.job.dest
+        try:
+            if backup:
+                staged = filewrite.staging_path(dest)
+                filewrite.copy_file(backup, staged)
+                filewrite.install_file(staged, dest, False)
+            else:
+                os.unlink(dest)
+        except (IOError, OSError) as exc:
+            return ['%s (%s)' % (dest, exc.strerror or exc)]
+        return []
 
 
 def main():
@@ -150,26 +230,14 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    dest = params['dest']
     ctx = AuditContext(runner=CommandRunner(timeout=params['timeout']), which=module.get_bin_path)
     try:
-        job = safe_export.SafeExport(ctx, params['container'], dest, safe_export.expected_owners(params['expect_owners']),
-                                     pause=params['pause'], mode=params['mode'], backup=params['backup'])
-        unchanged = job.unchanged_reason(params['force'])
+        job = safe_export.SafeExport(ctx, params['container'], params['dest'],
+                                     safe_export.expected_owners(params['expect_owners']), pause=params['pause'],
+                                     mode=params['mode'], backup=params['backup'])
     except HostInputError as exc:
-        module.fail_json(msg=str(exc), dest=dest, steps=[])
-    if unchanged:
-        module.exit_json(changed=False, dest=dest, steps=[], msg=unchanged)
-    if module.check_mode:
-        module.exit_json(changed=True, dest=dest, steps=job.planned_steps(),
-                         msg='would export %s through a commit' % params['container'])
-    try:
-        job.run()
-    except HostInputError as exc:
-        module.fail_json(msg=str(exc), steps=job.steps, **job.result)
-    for warning in job.warnings:
-        module.warn(warning)
-    module.exit_json(steps=job.steps, **job.result)
+        module.fail_json(msg=str(exc), dest=params['dest'], steps=[])
+    fix_protocol.run(module, SafeExportFix(job, params['container'], params['force']))
 
 
 if __name__ == '__main__':

@@ -119,18 +119,122 @@ backup:
   description: Where the existing O(dest) was kept (its files hard-linked) before the new one took its place.
   returned: when O(dest) existed and was replaced
   type: str
+diff:
+  description:
+    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
+    - Part of the result of every fix module (module_utils/fix_protocol.py).
+  returned: always
+  type: list
+  elements: dict
+backups:
+  description: Backup copies made before anything was changed.
+  returned: always
+  type: list
+  elements: str
+verified:
+  description:
+    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+  returned: always
+  type: bool
+  version_added: 0.2.0
+rolled_back:
+  description:
+    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+  returned: always
+  type: bool
+  version_added: 0.2.0
+msg:
+  description: What the fix found or did, for a person.
+  returned: always
+  type: str
 '''
 
 import json
 import os
+import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, fix_protocol, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import fold
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import lora_scale
+
+
+def _config_diff(dest, config):
+    """adapter_config.json of ``dest`` before and after: the fold's diff (the weights are binary)."""
+    dest_config = os.path.join(dest, vllm_adapters.CONFIG)
+    before, before_header = '', dest_config
+    try:
+        before = hostio.read_text(dest_config, limit=vllm_adapters.MAX_CONFIG_BYTES)
+    except hostio.ReadProblem as problem:
+        if problem.kind != 'missing':
+            # Not UTF-8, a named pipe, too large: shown as what it is, never read as text.
+            before_header = '%s (%s)' % (dest_config, problem.reason)
+    return {'before': before, 'after': json.dumps(config, indent=2, sort_keys=True) + '\n',
+            'before_header': before_header, 'after_header': dest_config}
+
+
+class LoraFold(fix_protocol.Fix):
+    """Plan the fold of ``src`` into ``dest``; apply writes the new directory and swaps it in; verify reads
+    its provenance back; roll back swaps the old directory back (or removes a new one)."""
+
+    def __init__(self, src, dest, peft_version=None, max_listed=20):
+        self.src = src
+        self.dest = dest
+        self.peft_version = peft_version
+        self.max_listed = max_listed
+
+    def plan(self):
+        src, dest = self.src, self.dest
+        try:
+            fold.check_paths(src, dest)
+            adapter = vllm_adapters.load(src)
+            planned = fold.plan(adapter, self.peft_version)
+        except HostInputError as exc:
+            raise fix_protocol.FixFailed('%s; nothing was written' % exc)
+        scaled = [(m, f) for m, f in sorted(planned.factors.items()) if abs(f - 1) > fold.TOLERANCE]
+        versions = [self.peft_version] if self.peft_version else adapter.candidates
+        result = dict(
+            dest=dest, modules=len(planned.factors), modules_scaled=len(scaled), base_scale=planned.base_scale,
+            factors=[{'module': m, 'factor': round(f, 8)} for m, f in scaled[:self.max_listed]],
+            peft_rule={'versions': [lora_scale.dotted(v) for v in versions],
+                       'range': adapter.peft_range.text(), 'why': adapter.peft_range.why,
+                       'recorded': adapter.peft_version_recorded},
+        )
+        if fold.up_to_date(dest, planned.fingerprint):
+            return fix_protocol.Plan(result=result, msg='%s is already the fold of %s' % (dest, src))
+        return fix_protocol.Plan(diff=[_config_diff(dest, planned.config)], result=result, folded=planned,
+                                 msg='%s folded into %s' % (src, dest))
+
+    def apply(self, plan, write):
+        try:
+            backup = fold.write(plan.details['folded'], self.dest)
+        except HostInputError as exc:
+            # fold.write says what is left of dest; src is only ever read.
+            raise fix_protocol.FixFailed('%s; %s was only read' % (exc, self.src))
+        plan.details['backup'] = backup
+        if backup:
+            plan.result['backup'] = backup
+        return [backup] if backup else []
+
+    def verify(self, plan):
+        if fold.up_to_date(self.dest, plan.details['folded'].fingerprint):
+            return []
+        return ['%s does not read back as the fold of %s' % (self.dest, self.src)]
+
+    def roll_back(self, plan, write):
+        backup = plan.details.get('backup')
+        try:
+            if backup is None:
+                shutil.rmtree(self.dest)
+            else:
+                # The backup is hard links of the old dest; swapping it back keeps dest present throughout.
+                filewrite.replace_directory(backup, self.dest)
+        except (OSError, filewrite.ReplaceFailed) as exc:
+            return ['%s (%s)' % (self.dest, getattr(exc, 'strerror', None) or exc)]
+        return []
 
 
 def main():
@@ -143,51 +247,13 @@ def main():
         ),
         supports_check_mode=True,
     )
-    src, dest = module.params['src'], module.params['dest']
-    try:
-        fold.check_paths(src, dest)
-    except HostInputError as exc:
-        module.fail_json(msg='%s; nothing was written' % exc)
+    params = module.params
     peft_version = None
-    if module.params['peft_version']:
-        peft_version = hostio.version_tuple(module.params['peft_version'])
+    if params['peft_version']:
+        peft_version = hostio.version_tuple(params['peft_version'])
         if peft_version is None:
-            module.fail_json(msg='peft_version %r is not a version number' % module.params['peft_version'])
-    try:
-        adapter = vllm_adapters.load(src)
-        planned = fold.plan(adapter, peft_version)
-    except HostInputError as exc:
-        module.fail_json(msg='%s; nothing was written' % exc)
-    scaled = [(m, f) for m, f in sorted(planned.factors.items()) if abs(f - 1) > fold.TOLERANCE]
-    result = dict(
-        dest=dest, modules=len(planned.factors), modules_scaled=len(scaled), base_scale=planned.base_scale,
-        factors=[{'module': m, 'factor': round(f, 8)} for m, f in scaled[:module.params['max_listed']]],
-        peft_rule={'versions': [lora_scale.dotted(v) for v in ([peft_version] if peft_version else adapter.candidates)],
-                   'range': adapter.peft_range.text(), 'why': adapter.peft_range.why,
-                   'recorded': adapter.peft_version_recorded},
-    )
-    if fold.up_to_date(dest, planned.fingerprint):
-        module.exit_json(changed=False, msg='%s is already the fold of %s' % (dest, src), **result)
-    dest_config = os.path.join(dest, vllm_adapters.CONFIG)
-    before, before_header = '', dest_config
-    try:
-        before = hostio.read_text(dest_config, limit=vllm_adapters.MAX_CONFIG_BYTES)
-    except hostio.ReadProblem as problem:
-        if problem.kind != 'missing':
-            # Not UTF-8, a named pipe, too large: shown as what it is, never read as text.
-            before_header = '%s (%s)' % (dest_config, problem.reason)
-    result['diff'] = {'before': before, 'after': json.dumps(planned.config, indent=2, sort_keys=True) + '\n',
-                      'before_header': before_header, 'after_header': dest_config}
-    if module.check_mode:
-        module.exit_json(changed=True, **result)
-    try:
-        backup = fold.write(planned, dest)
-    except HostInputError as exc:
-        # fold.write says what is left of dest; src is only ever read.
-        module.fail_json(msg='%s; %s was only read' % (exc, src), **result)
-    if backup:
-        result['backup'] = backup
-    module.exit_json(changed=True, **result)
+            module.fail_json(msg='peft_version %r is not a version number' % params['peft_version'])
+    fix_protocol.run(module, LoraFold(params['src'], params['dest'], peft_version, params['max_listed']))
 
 
 if __name__ == '__main__':

@@ -43,9 +43,10 @@ class Cannot(Exception):
     """There is nowhere to make this change; the message says why."""
 
 
-def needed_fixes(inst, params):
-    """({fix: bool}, caching): what an instance needs under any rule set its build may follow (the
-    detections' own reading), and (prompt caching on, where) for the report."""
+def needed_fixes(inst, chosen):
+    """({fix: bool}, caching): what an instance needs of the ``chosen`` fixes (names of FIXES) under any
+    rule set its build may follow (the detections' own reading), and (prompt caching on, where) for the
+    report."""
     fixes = dict((name, False) for name in FIXES)
     caching = (None, None)
     for rules in inst.rule_sets:
@@ -54,14 +55,14 @@ def needed_fixes(inst, params):
         if adapters:
             cache_ram = config.value(llama_config.CACHE_RAM)[0]
             enabled, where, _s = config.value(llama_config.CACHE_PROMPT)
-            fixes['cache_ram_off'] |= bool(params['cache_ram_off']) and cache_ram != 0
-            fixes['no_cache_prompt'] |= bool(params['no_cache_prompt']) and enabled is not False
+            fixes['cache_ram_off'] |= ('cache_ram_off' in chosen) and cache_ram != 0
+            fixes['no_cache_prompt'] |= ('no_cache_prompt' in chosen) and enabled is not False
             if enabled is not False:
                 caching = (True, where)
         seconds = config.value(llama_config.SLEEP_IDLE_SECONDS)[0]
         sleeping = seconds >= 0
-        fixes['restart_on_failure'] |= bool(params['restart_on_failure']) and sleeping
-        fixes['disable_sleep'] |= bool(params['disable_sleep']) and sleeping
+        fixes['restart_on_failure'] |= ('restart_on_failure' in chosen) and sleeping
+        fixes['disable_sleep'] |= ('disable_sleep' in chosen) and sleeping
     return fixes, caching
 
 
@@ -79,9 +80,9 @@ class Change(object):
 
 
 class Planner(object):
-    def __init__(self, ctx, module_params, show_unit):
+    def __init__(self, ctx, units, show_unit):
         self.ctx = ctx
-        self.params = module_params
+        self.units_allowed = list(units or [])  # empty: every unit
         self.show_unit = show_unit  # unit -> {FragmentPath, SourcePath, DropInPaths}
         self.units = {}
 
@@ -90,7 +91,7 @@ class Planner(object):
         unit, scope = hostio.systemd_unit_from_cgroup(process.cgroup_lines())
         if unit is None or scope != 'system':
             return None, 'pid %d is not started by a system service' % process.pid
-        if self.params['units'] and unit not in self.params['units']:
+        if self.units_allowed and unit not in self.units_allowed:
             return None, '%s is not in the units this run may change' % unit
         return unit, None
 
@@ -255,12 +256,12 @@ def _pid(inst):
 class Run(object):
     """One run of the module: what each instance needs, where it can be changed, and the proof."""
 
-    def __init__(self, ctx, params, systemctl):
-        self.params = params
+    def __init__(self, ctx, chosen, units, systemctl):
+        self.chosen = frozenset(chosen)
         self.ctx = ctx
         self.systemctl = systemctl
         self._shown = {}
-        self.planner = Planner(ctx, self.params, self.show_unit)
+        self.planner = Planner(ctx, units, self.show_unit)
         self.open, self.unmanaged, self.global_path_open = [], [], []
 
     def show_unit(self, unit):
@@ -278,7 +279,7 @@ class Run(object):
         """[(inst, fix, [Change])] for the settings to change, and {unit: [insts]} wanting Restart=."""
         wanted, restarts = [], {}
         for inst in instances:
-            fixes, caching = needed_fixes(inst, self.params)
+            fixes, caching = needed_fixes(inst, self.chosen)
             if caching[0] and not fixes['no_cache_prompt']:
                 self.global_path_open.append({'pid': _pid(inst), 'instance': inst.name, 'cache_prompt_source': caching[1]})
             manual = []
@@ -363,16 +364,17 @@ class Run(object):
             wanted = keep
 
 
-def plan_and_prove(ctx, params, systemctl):
+def plan_and_prove(ctx, systemctl, chosen, units=()):
     """(result, writes) of llama_server_fix: the plan, proved; writes are [(path, before, after)].
+    ``chosen``: the names of FIXES to make; ``units``: the only units to change (empty: any).
     HostInputError when the host cannot be planned for."""
     found, _evidence = llama_server.instances(ctx)
-    run = Run(ctx, params, systemctl)
+    run = Run(ctx, chosen, units, systemctl)
     wanted, restarts = run.wanted([inst for inst in found if not isinstance(inst, dict)])
     planned, kept = run.settle(wanted, restarts)
     ini = run.planner.texts([c for _i, _f, changes in kept for c in changes], read_ini)
 
-    results, diffs, writes = {}, [], []
+    results, writes = {}, []
     for unit, (changes, mode, _append_only, insts) in sorted(planned.items()):
         entry = results.setdefault(unit, {'unit': unit, 'pids': [], 'fixes': dict((k, False) for k in FIXES),
                                           'mode': mode, 'files': [], 'changed': False})
@@ -407,9 +409,6 @@ def plan_and_prove(ctx, params, systemctl):
                 owner = inst.router_instance if inst.kind == 'child' else inst
                 if owner.process.pid not in results[unit]['pids']:
                     results[unit]['pids'].append(owner.process.pid)
-    for path, before, after in writes:
-        diffs.append(dict(before_header=path, after_header=path, before=before or '', after=after))
-
     result = dict(units=[results[u] for u in sorted(results)], unmanaged=run.unmanaged, open=run.open,
-                  global_path_open=run.global_path_open, diff=diffs)
+                  global_path_open=run.global_path_open)
     return result, writes

@@ -35,9 +35,8 @@ import os
 import re
 import stat
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, loopback_http
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, fix_protocol, hostio, loopback_http
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import api as ollama_api
-from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import common as ollama_common
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import renderer as gemma4
 from ansible_collections.homelab.postmortem.plugins.module_utils.ollama import version as ollama_version
 
@@ -47,11 +46,11 @@ PINNABLE_FROM = '0.21.0-rc0'
 PARSER = 'gemma4'
 
 
-class FixFailed(Exception):
+class FixFailed(fix_protocol.FixFailed):
     """The run stopped; the message says what was changed. ``models``: the entries of the models looked at."""
 
     def __init__(self, message, models=None):
-        super(FixFailed, self).__init__(message)
+        super(FixFailed, self).__init__(message, models=models or [])
         self.models = models or []
 
 
@@ -173,19 +172,6 @@ def plan(client, names, renderer):
     return [ModelPlan(name, client.show(name), renderer) for name in names]
 
 
-def affected_models(url, timeout):
-    """The models the ollama_gemma4_renderer detection calls affected, or FixFailed when it could not read Ollama."""
-    from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-    from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-    from ansible_collections.homelab.postmortem.plugins.module_utils.detections import ollama_gemma4_renderer
-    limit = ollama_common.COMMON_SETTINGS['timeout']['max']
-    settings = registry.validate_settings({'ollama_gemma4_renderer': {'url': url, 'timeout': min(timeout, limit)}})
-    finding = registry.run_one(AuditContext(settings=settings), ollama_gemma4_renderer.DETECTION)
-    if finding['status'] in ('error', 'unknown'):
-        raise FixFailed('the detection could not read Ollama: %s' % finding['summary'])
-    return [i['evidence']['model'] for i in finding['evidence'].get('instances', []) if i['status'] == 'affected']
-
-
 # --- backups -------------------------------------------------------------------------------------
 
 
@@ -206,7 +192,6 @@ def prepare_backup_dir(directory):
             raise FixFailed('backup_dir %s cannot be created: %s; nothing was changed' % (directory, _reason(exc)))
         return
     if not stat.S_ISDIR(info.st_mode):
-        from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
         raise FixFailed('backup_dir %s is %s, not a directory; nothing was changed'
                         % (directory, 'a regular file' if stat.S_ISREG(info.st_mode) else hostio.file_kind(info.st_mode)))
 
@@ -339,6 +324,31 @@ def apply(client, plans):
             raise FixFailed(_failure(client, model, failure, done, plans[index + 1:]), [m.entry() for m in plans])
         done.append(model)
     return [m.entry() for m in plans]
+
+
+def verify(client, plans):
+    """[what is not as planned]: each changed model read back has the renderer and its fields as they were."""
+    problems = []
+    for model in plans:
+        if not model.changed:
+            continue
+        try:
+            left = differences(model.show, client.show(model.name), model.renderer)
+        except loopback_http.ProbeFailure as exc:
+            left = ['it cannot be read back: %s' % exc]
+        problems.extend('%s: %s' % (model.name, why) for why in left)
+    return problems
+
+
+def roll_back(client, plans):
+    """Every changed model re-created as it was; [what could not be put back]."""
+    left = []
+    for model in plans:
+        if model.changed:
+            why_not = _roll_back(client, model)
+            if why_not:
+                left.append('%s: %s' % (model.name, why_not))
+    return left
 
 
 def _failure(client, model, failure, done, rest):

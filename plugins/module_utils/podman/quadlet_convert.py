@@ -17,7 +17,7 @@ import os
 import re
 import time
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import options as podman_options
@@ -105,7 +105,7 @@ def _keep_anonymous_volumes(unit, container):
                               % (name[:12], dest))
 
 
-class ConversionFailed(HostInputError):
+class ConversionFailed(fix_protocol.FixFailed):
     pass
 
 
@@ -120,27 +120,44 @@ def planned_steps(name, unit_path, service, aside, image, running):
     return steps
 
 
-class Conversion(object):
-    """One rootful container made into a Quadlet unit.
+class Options(object):
+    """What to convert and how (the podman_quadlet module's options, as plain values)."""
 
-    ``params``: the podman_quadlet module's options. ``write(writes, backup)``: writes
-    [(path, before or None, after)] all or nothing and returns the backups (filewrite.write_all).
-    ``steps`` and ``result`` say what was done and found, also after a failure; ``warnings`` are
-    for the task's output.
+    def __init__(self, name, unit_name=None, unit_dir='/etc/containers/systemd', commit=False, replace_running=False,
+                 apparmor_unconfined=False, restart_sec=1, start_timeout=90, quadlet_generator=None, backup=True):
+        self.name = name
+        self.unit_name = unit_name or name
+        self.unit_dir = unit_dir
+        self.commit = commit
+        self.replace_running = replace_running
+        self.apparmor_unconfined = apparmor_unconfined
+        self.restart_sec = restart_sec
+        self.start_timeout = start_timeout
+        self.quadlet_generator = quadlet_generator
+        self.backup = backup
+
+
+class Conversion(fix_protocol.Fix):
+    """One rootful container made into a Quadlet unit, as a fix (module_utils/fix_protocol.py): plan
+    (checks, the unit, the generator's dry run), apply (commit, write the unit, swap the container for
+    the service), verify (the service is active and its container runs), roll back (the old container
+    back under its name), finish (remove the old container).
+
+    ``options``: Options. ``steps`` and ``result`` say what was done and found, also after a failure;
+    ``warnings`` are for the task's output.
     """
 
-    def __init__(self, ctx, params, write, sleep=time.sleep, clock=time.monotonic):
+    def __init__(self, ctx, options, sleep=time.sleep, clock=time.monotonic):
         self.ctx = ctx
-        self.params = params
-        self.write = write
+        self.options = options
         self.sleep = sleep
         self.clock = clock
         self.steps = []
         self.warnings = []
-        self.name = params['name']
-        self.unit_name = params['unit_name'] or self.name
+        self.name = options.name
+        self.unit_name = options.unit_name
         self.service = '%s.service' % self.unit_name
-        self.unit_path = os.path.join(params['unit_dir'], '%s.container' % self.unit_name)
+        self.unit_path = os.path.join(options.unit_dir, '%s.container' % self.unit_name)
         self.result = {'unit_path': self.unit_path, 'service': self.service}
         self.cli = podman.PodmanCli(ctx, steps=self.steps)
         self.before = None
@@ -184,25 +201,33 @@ class Conversion(object):
 
     # The plan.
 
-    def run(self, check_mode):
-        """Convert (or, in check mode, say how); True when something changed (or would)."""
+    def found(self):
+        found = dict(self.result, steps=self.steps)
+        found.pop('diff', None)
+        return found
+
+    def _plan(self, changed, diff=(), **details):
+        # ``result`` and ``steps`` are the ones apply adds to: the module returns them as they end up.
+        self.result['steps'] = self.steps
+        return fix_protocol.Plan(changed=changed, diff=diff, result=self.result, msg=self.result.get('msg', ''),
+                                 warnings=self.warnings, **details)
+
+    def plan(self):
+        """What converting takes (listed as ``would:`` steps); nothing is changed."""
         if not self._preconditions():
-            return False
+            return self._plan(False)
         text, image = self._build_unit()
+        diff = self.result.pop('diff')
         running = self.container.status == 'running'
         aside = '%s-pre-quadlet-%s' % (self.name, self.container.id[:12])
-        plan = planned_steps(self.name, self.unit_path, self.service, aside, image, running)
-        if running and not self.params['replace_running']:
+        self.steps.extend('would: %s' % step for step in planned_steps(self.name, self.unit_path, self.service,
+                                                                       aside, image, running))
+        if running and not self.options.replace_running:
             self.result['skipped_reason'] = ('%s is running; converting it restarts it. Set replace_running: true '
                                              '(podman_quadlet_replace_running) to convert it.' % self.name)
-            self.steps.extend('would: %s' % step for step in plan)
             self.warnings.append(self.result['skipped_reason'])
-            return False
-        if check_mode:
-            self.steps.extend('would: %s' % step for step in plan)
-            return True
-        self._swap(text, image, aside, running)
-        return True
+            return self._plan(False)
+        return self._plan(True, [diff], text=text, image=image, aside=aside, running=running, switched=False)
 
     def _preconditions(self):
         """Checks before anything is planned; False when there is nothing to do."""
@@ -240,12 +265,12 @@ class Conversion(object):
 
     def _build_unit(self):
         """The unit text (validated by the generator's dry run) and the image to commit to, if any."""
-        params, container, name = self.params, self.container, self.name
+        options, container, name = self.options, self.container, self.name
         changes = layer_changes(self._podman_json(['diff', '--format', 'json', container.id], 'diff'), container)
         self.result['layer_changes'] = changes
         image = None
         if changes:
-            if not params['commit']:
+            if not options.commit:
                 raise ConversionFailed('%s has %d change(s) in its writable layer (%s) that removing it would lose; set '
                                        'commit: true to commit them to an image first'
                                        % (name, len(changes), ', '.join(changes[:5])))
@@ -255,8 +280,8 @@ class Conversion(object):
             image_config = self._image_config(container.raw.get('Image') or container.image)
         specs = self._option_specs() if container.create_command else None
         try:
-            text, notes, source = build(container, self.version, image_config, image, restart_sec=params['restart_sec'],
-                                        unconfined=params['apparmor_unconfined'], specs=specs,
+            text, notes, source = build(container, self.version, image_config, image, restart_sec=options.restart_sec,
+                                        unconfined=options.apparmor_unconfined, specs=specs,
                                         version_text=self.version_text)
         except quadlet.ConversionProblem as exc:
             raise ConversionFailed('%s cannot be converted: %s' % (name, exc))
@@ -285,7 +310,7 @@ class Conversion(object):
     def _validate(self, text, specs, image):
         """The generator's dry run, and the command it makes compared with the CreateCommand."""
         container, name = self.container, self.name
-        generator = self.params['quadlet_generator'] or quadlet.find_generator(self.ctx.which)
+        generator = self.options.quadlet_generator or quadlet.find_generator(self.ctx.which)
         if generator is None:
             raise ConversionFailed('no Quadlet generator found (/usr/libexec/podman/quadlet); set quadlet_generator')
         self.steps.append('%s -dryrun (unit in a temporary directory)' % generator)
@@ -307,34 +332,44 @@ class Conversion(object):
 
     # Apply, verify, roll back.
 
-    def _swap(self, text, image, aside, running):
+    def apply(self, plan, write):
         """Commit, write the unit, and replace the container by the service; roll back on failure."""
-        name = self.name
-        if image:
-            self._podman(['commit', '--quiet', name, image], 'podman commit')
-            self.result['committed_image'] = image
-        backups = self.write([(self.unit_path, self.before, text)], self.params['backup'])
+        name, details = self.name, plan.details
+        # What was planned is now being done: the steps list what is run from here on.
+        self.steps[:] = [step for step in self.steps if not step.startswith('would: ')]
+        if details['image']:
+            self._podman(['commit', '--quiet', name, details['image']], 'podman commit')
+            self.result['committed_image'] = details['image']
+        backups = write([(self.unit_path, self.before, details['text'])], self.options.backup)
         if backups:
             self.result['backup_file'] = backups[0]
         self.steps.append('wrote %s' % self.unit_path)
-        switched = False
         try:
             self._systemctl(['daemon-reload'], 'systemctl daemon-reload')
-            if running:
+            if details['running']:
                 self._podman(['stop', name], 'podman stop')
-            self._podman(['rename', name, aside], 'podman rename')
-            switched = True
+            self._podman(['rename', name, details['aside']], 'podman rename')
+            details['switched'] = True
             self._systemctl(['start', self.service], 'systemctl start %s' % self.service)
-            self._wait_running()
         except HostInputError as exc:
-            self._roll_back(switched, aside, running)
-            raise ConversionFailed('%s; everything was put back as it was%s' % (exc, self._journal()))
-        self._podman(['rm', aside], 'podman rm of the old container')
+            self.roll_back(plan, write)
+            raise ConversionFailed('%s; everything was put back as it was%s' % (exc, self._journal()), rolled_back=True)
+        return backups
+
+    def verify(self, plan):
+        try:
+            self._wait_running()
+        except ConversionFailed as exc:
+            return ['%s%s' % (exc, self._journal())]
+        return []
+
+    def finish(self, plan):
+        self._podman(['rm', plan.details['aside']], 'podman rm of the old container')
 
     def _wait_running(self):
         """Until the service is active and its container runs, or start_timeout passes. A failed
         question (a busy podman, systemd) is asked again; its reason is kept for the message."""
-        timeout = self.params['start_timeout']
+        timeout = self.options.start_timeout
         deadline = self.clock() + timeout
         last = ''
         while self.clock() < deadline:
@@ -356,19 +391,21 @@ class Conversion(object):
             self.sleep(1)
         raise ConversionFailed('%s did not come up within %d s (%s)' % (self.service, timeout, last))
 
-    def _roll_back(self, switched, aside, was_running):
+    def roll_back(self, plan, write):
+        details = plan.details
         self._systemctl(['stop', self.service], 'systemctl stop', check=False)
         if self.before is None:
             if os.path.exists(self.unit_path):
                 os.unlink(self.unit_path)
         else:
-            self.write([(self.unit_path, None, self.before)], False)
+            write([(self.unit_path, None, self.before)], False)
         self._systemctl(['daemon-reload'], 'systemctl daemon-reload', check=False)
-        if switched:
+        if details['switched']:
             self._podman(['rm', '--force', '--ignore', self.name], 'podman rm of the failed new container', check=False)
-            self._podman(['rename', aside, self.name], 'podman rename back', check=False)
-            if was_running:
+            self._podman(['rename', details['aside'], self.name], 'podman rename back', check=False)
+            if details['running']:
                 self._podman(['start', self.name], 'podman start', check=False)
+        return []
 
     def _journal(self):
         lines, _why = hostio.read_journal(self.ctx.run_command, self.ctx.which('journalctl'), self.service, 8)

@@ -18,10 +18,6 @@ PACKAGE = 'ansible_collections.homelab.postmortem.'
 LAYER_LINE = re.compile(r'\[(\d+) ([a-z]+)\]')
 HOST_LINE = re.compile(r'\[host\]')
 
-# TEMPORARY (#36): ollama/renderer_fix.py still runs the ollama_gemma4_renderer detection through the
-# registry itself (upward: a component importing the registry and a detection). The fix protocol moves
-# that call into plugins/modules/ollama_gemma4_renderer_fix.py; the lead removes this allowance at merge.
-UPWARD_ALLOWED = {'plugins/module_utils/ollama/renderer_fix.py'}
 
 
 def read_picture():
@@ -166,8 +162,7 @@ def violations(graph, layers, host):
             if on_host and not any(_specificity(p, target) is not None for p in host):
                 found.append('%s: the host side imports the controller' % where)
             elif target_rank > rank or (target_rank == rank and target_name != name):
-                if source not in UPWARD_ALLOWED:
-                    found.append('%s: layer %s (%d) may not import layer %s (%d)' % (where, name, rank, target_name, target_rank))
+                found.append('%s: layer %s (%d) may not import layer %s (%d)' % (where, name, rank, target_name, target_rank))
             elif target_name == name and pattern.endswith('<id>.py'):
                 found.append('%s: %s are apart, none imports another' % (where, name))
             elif target_name == name and pattern.endswith('<package>/*.py') and _package(source) != _package(target):
@@ -201,15 +196,6 @@ def test_no_import_circle_in_plugins():
 
 def test_no_layer_imports_a_layer_above_it():
     assert violations(import_graph(_sources()), LAYERS, HOST) == []
-
-
-def test_the_temporary_allowance_is_still_needed():
-    """Once renderer_fix.py no longer imports upward, its allowance must go too."""
-    graph = import_graph(_sources())
-    for source in UPWARD_ALLOWED:
-        rank = layer_of(source, LAYERS)[0]
-        assert any(layer_of(target, LAYERS)[0] > rank for target in graph.get(source, ())), (
-            '%s no longer imports upward: remove it from UPWARD_ALLOWED' % source)
 
 
 INJECTED = {

@@ -30,7 +30,6 @@ PENDING = {
     'plugins/action/audit_validate.py::ActionModule.run':
         '#35 (first hour, input) adds the report directory checks to it; split it once that has landed',
     'plugins/module_utils/llama/unit_fix.py::plan': "the fix protocol change of #36 rewrites the components' fix code",
-    'plugins/modules/pi_ir_tx_fix.py::main': "the fix protocol change of #36 moves the fix modules' workflow out of main",
     'plugins/module_utils/llama/config.py':
         'the llama detections and verdicts import about 30 of its names and the detection shape change of #36 '
         'rewrites them: split it (options, INI files, rules per build, resolution) once that has landed',

@@ -143,7 +143,7 @@ def test_destination_files_that_are_named_pipes_are_never_waited_on(tmp_path, na
     checked = run(tmp_path, 'vllm_lora_fold', {'src': src, 'dest': str(dest)}, check=True)
     assert checked['changed'] is True
     if name == 'adapter_config.json':
-        assert checked['diff']['before_header'] == '%s (is a named pipe, not a regular file; not read)' % (dest / name)
+        assert checked['diff'][0]['before_header'] == '%s (is a named pipe, not a regular file; not read)' % (dest / name)
     done = run(tmp_path, 'vllm_lora_fold', {'src': src, 'dest': str(dest)})
     assert done['changed'] is True and os.path.isdir(done['backup'])
     assert adapters.load(str(dest)).config.rank_pattern   # the folded adapter, readable
@@ -155,7 +155,7 @@ def test_a_destination_config_that_is_not_utf8_is_shown_as_such(tmp_path):
     dest.mkdir()
     (dest / 'adapter_config.json').write_bytes(b'{"r": "\xff\xfe"}')
     checked = run(tmp_path, 'vllm_lora_fold', {'src': src, 'dest': str(dest)}, check=True)
-    assert checked['diff']['before'] == '' and 'is not UTF-8 text (byte 7)' in checked['diff']['before_header']
+    assert checked['diff'][0]['before'] == '' and 'is not UTF-8 text (byte 7)' in checked['diff'][0]['before_header']
 
 
 def _config_text(src, text):

@@ -24,7 +24,9 @@ def plan(tmp_path, unit_text=None, build=11434, **params):
     unit = tmp_path / 'llama.service'
     unit.write_text(unit_text or '[Service]\nExecStart=/usr/bin/llama-server -m m\nRestart=always\n')
     context = ctx(tmp_path, systemctl=systemctl_for(str(unit), build))
-    result, writes = server_fix.plan_and_prove(context, dict(PARAMS, **params), '/usr/bin/systemctl')
+    chosen = dict(PARAMS, **params)
+    result, writes = server_fix.plan_and_prove(context, '/usr/bin/systemctl',
+                                               [name for name in server_fix.FIXES if chosen[name]], chosen['units'])
     return result, dict((path, after) for path, _before, after in writes)
 
 

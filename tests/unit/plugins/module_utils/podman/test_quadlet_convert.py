@@ -16,7 +16,7 @@ import os
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, fix_protocol
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import cli as podman
 from ansible_collections.homelab.postmortem.plugins.module_utils.podman import quadlet_convert
@@ -162,7 +162,15 @@ def conversion(tmp_path, host, euid=0, **params):
 
     def sleep(seconds):
         clock[0] += seconds
-    return quadlet_convert.Conversion(ctx, options, write, sleep=sleep, clock=lambda: clock[0])
+    return Job(ctx, quadlet_convert.Options(**options), sleep=sleep, clock=lambda: clock[0])
+
+
+class Job(quadlet_convert.Conversion):
+    """The conversion driven by the fix protocol, as the module drives it."""
+
+    def run(self, check_mode):
+        self.planned = fix_protocol.drive(self, check_mode, write)[0]
+        return self.planned.changed
 
 
 def verbs(host):
@@ -200,7 +208,7 @@ def test_check_mode_lists_the_steps_and_changes_nothing(tmp_path):
         'would: podman rename web web-pre-quadlet-%s' % host.containers['web']['Id'][:12], 'would: systemctl start web.service',
         'would: check web.service is active and container web runs',
         'would: podman rm web-pre-quadlet-%s (volumes kept)' % host.containers['web']['Id'][:12]]
-    assert job.result['diff']['before'] == '' and 'Image=' in job.result['diff']['after']
+    assert job.planned.diff[0]['before'] == '' and 'Image=' in job.planned.diff[0]['after']
     assert not any(c[0] == SYSTEMCTL and c[1] != 'show' for c in host.calls)
 
 
@@ -244,7 +252,7 @@ def test_a_unit_that_was_there_is_written_back_when_the_service_fails(tmp_path):
 def test_a_service_that_never_becomes_active_times_out_with_what_was_seen(tmp_path):
     host = FakeHost([recorded('plain', 'web', 'exited')], started_state='activating')
     job = conversion(tmp_path, host, start_timeout=3)
-    with pytest.raises(quadlet_convert.ConversionFailed, match=r'did not come up within 3 s \(service activating, '
+    with pytest.raises(fix_protocol.FixFailed, match=r'did not come up within 3 s \(service activating, '
                        r'container running\)'):
         job.run(check_mode=False)
 

@@ -1,0 +1,146 @@
+"""The fix protocol (module_utils/fix_protocol.py) on a small file fix: check mode writes nothing and
+shows the exact diff, a change is read back, a change that does not hold is put back, a failure says
+what is left, and a second run changes nothing."""
+import os
+
+import pytest
+
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
+from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
+
+
+class Exited(Exception):
+    def __init__(self, failed, result):
+        super(Exited, self).__init__(result.get('msg'))
+        self.failed = failed
+        self.result = result
+
+
+class FakeModule(object):
+    """What fix_protocol.run and filewrite.write_all ask of an AnsibleModule."""
+
+    def __init__(self, check_mode=False):
+        self.check_mode = check_mode
+        self.warnings = []
+
+    def warn(self, text):
+        self.warnings.append(text)
+
+    @staticmethod
+    def selinux_enabled():
+        return False
+
+    @staticmethod
+    def exit_json(**result):
+        raise Exited(False, result)
+
+    @staticmethod
+    def fail_json(**result):
+        raise Exited(True, result)
+
+
+def run(fix, check_mode=False):
+    module = FakeModule(check_mode)
+    with pytest.raises(Exited) as exited:
+        fix_protocol.run(module, fix)
+    return exited.value.failed, exited.value.result
+
+
+def read(path):
+    with open(str(path)) as handle:
+        return handle.read()
+
+
+class SetLine(fix_protocol.Fix):
+    """Make ``path`` read ``text``; remove ``stale`` when it exists. Only plan() is its own."""
+
+    def __init__(self, path, text, stale=None):
+        self.path = str(path)
+        self.text = text
+        self.stale = str(stale) if stale else None
+
+    def plan(self):
+        before = read(self.path) if os.path.exists(self.path) else None
+        writes = [(self.path, before, self.text)]
+        if self.stale and os.path.exists(self.stale):
+            writes.append((self.stale, read(self.stale), None))
+        return fix_protocol.Plan(writes=writes, result={'path': self.path}, warnings=['a warning'])
+
+
+KEYS = {'changed', 'diff', 'backups', 'verified', 'rolled_back', 'msg'}
+
+
+def test_check_mode_writes_nothing_and_shows_the_exact_diff(tmp_path):
+    target = tmp_path / 'app.conf'
+    target.write_text('old\n')
+    failed, result = run(SetLine(target, 'new\n'), check_mode=True)
+    assert not failed and KEYS <= set(result) and result['changed'] and not result['verified']
+    assert result['diff'] == [{'before_header': str(target), 'after_header': str(target), 'before': 'old\n',
+                               'after': 'new\n'}]
+    assert read(target) == 'old\n' and os.listdir(str(tmp_path)) == ['app.conf']
+
+
+def test_a_change_is_backed_up_read_back_and_a_second_run_changes_nothing(tmp_path):
+    target, stale = tmp_path / 'app.conf', tmp_path / 'stale.conf'
+    target.write_text('old\n')
+    stale.write_text('leftover\n')
+    failed, result = run(SetLine(target, 'new\n', stale))
+    assert not failed and result['changed'] and result['verified'] and not result['rolled_back']
+    assert result['path'] == str(target) and len(result['backups']) == 1 and read(result['backups'][0]) == 'old\n'
+    assert read(target) == 'new\n' and not stale.exists()
+    failed, again = run(SetLine(target, 'new\n', stale))
+    assert not failed and not again['changed'] and again['diff'] == [] and again['msg'] == 'nothing to change'
+
+
+class DoesNotHold(SetLine):
+    """Something else rewrites the file after it was written (another agent, a generator)."""
+
+    def apply(self, plan, write):
+        backups = super(DoesNotHold, self).apply(plan, write)
+        with open(self.path, 'w') as handle:
+            handle.write('someone else\n')
+        return backups
+
+
+def test_a_change_that_does_not_hold_is_put_back(tmp_path):
+    target, created = tmp_path / 'app.conf', tmp_path / 'new.conf'
+    target.write_text('old\n')
+    failed, result = run(DoesNotHold(target, 'new\n'))
+    assert failed and result['rolled_back'] and not result['verified']
+    assert 'the change did not hold (%s is not the planned text)' % target in result['msg']
+    assert 'everything was put back as it was' in result['msg'] and read(target) == 'old\n'
+    failed, result = run(DoesNotHold(created, 'new\n'))
+    assert failed and result['rolled_back'] and not created.exists()
+
+
+class Refuses(fix_protocol.Fix):
+    def __init__(self, where):
+        self.where = where
+
+    def plan(self):
+        if self.where == 'plan':
+            raise HostInputError('the host said no; nothing was changed')
+        return fix_protocol.Plan(diff=[{'before': 'a', 'after': 'b'}], result={'planned': True})
+
+    def apply(self, plan, write):
+        raise fix_protocol.FixFailed('half way: put back', rolled_back=True, where='apply')
+
+    def found(self):
+        return {'steps': ['asked the host']}
+
+
+def test_a_failure_says_what_is_left_with_what_was_found():
+    failed, result = run(Refuses('plan'))
+    assert failed and result['msg'] == 'the host said no; nothing was changed' and result['steps'] == ['asked the host']
+    assert not result['changed'] and not result['rolled_back']
+    failed, result = run(Refuses('apply'))
+    assert failed and result['rolled_back'] and result['where'] == 'apply' and result['planned'] is True
+
+
+def test_a_plan_without_changes_is_not_applied_and_its_warnings_are_shown(tmp_path):
+    target = tmp_path / 'app.conf'
+    target.write_text('same\n')
+    module = FakeModule()
+    with pytest.raises(Exited) as exited:
+        fix_protocol.run(module, SetLine(target, 'same\n'))
+    assert not exited.value.result['changed'] and module.warnings == ['a warning']
