@@ -57,7 +57,8 @@ for scenario in "${REPO_ROOT}"/roles/"${MOLECULE_ROLE:-}"*/molecule/*/molecule.y
   name="$(basename "$(dirname "${scenario}")")"
   log "molecule test: $(basename "${role_dir}") / ${name}"
   log_file="${BUILD}/molecule-$(basename "${role_dir}")-${name}.log"
-  export POSTMORTEM_CHECK_MESSAGES="${BUILD}/molecule-$(basename "${role_dir}")-${name}-check-messages.jsonl"
+  POSTMORTEM_CHECK_MESSAGES="${BUILD}/molecule-$(basename "${role_dir}")-${name}-check-messages.jsonl"
+  export POSTMORTEM_CHECK_MESSAGES
   rm -f "${POSTMORTEM_CHECK_MESSAGES}"
   (cd "${role_dir}" && molecule test -s "${name}") 2>&1 | tee "${log_file}"
   [ "${PIPESTATUS[0]}" -eq 0 ] || status=1

@@ -61,12 +61,13 @@ def pyenv_machine(tmp_path):
 
 def run_block(block, cwd, env):
     script = 'set -euo pipefail\n' + block
-    return subprocess.run(['bash', '-c', script], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(['bash', '-c', script], cwd=str(cwd), env=env, capture_output=True, text=True, timeout=600,
+                          check=False)
 
 
 def test_the_shims_are_what_discovery_would_pick(tmp_path):
     env = pyenv_machine(tmp_path)
-    found = subprocess.run(['sh', '-c', 'command -v python3.13; python3.13 -V'], env=env, capture_output=True, text=True)
+    found = subprocess.run(['sh', '-c', 'command -v python3.13; python3.13 -V'], env=env, capture_output=True, text=True, check=False)
     assert found.stdout.strip().endswith('pyenv/shims/python3.13') and found.returncode == 127
     assert found.stderr.strip() == 'pyenv: python3.13: command not found'
 

@@ -46,7 +46,7 @@ def _assigned_strings(path):
 def _fragment(slug):
     """The parsed fragment a module names in extends_documentation_fragment (homelab.postmortem.<name>[.<var>])."""
     assert slug.startswith(COLLECTION), 'only this collection\'s fragments are known here: %s' % slug
-    name, _, variable = slug[len(COLLECTION):].partition('.')
+    name, _dot, variable = slug[len(COLLECTION):].partition('.')
     strings = _assigned_strings(os.path.join(REPO_ROOT, 'plugins', 'doc_fragments', '%s.py' % name))
     return yaml.safe_load(strings[(variable or 'documentation').upper()])
 
@@ -65,12 +65,10 @@ def strings_in(data):
         yield data
     elif isinstance(data, dict):
         for value in data.values():
-            for text in strings_in(value):
-                yield text
+            yield from strings_in(value)
     elif isinstance(data, list):
         for value in data:
-            for text in strings_in(value):
-                yield text
+            yield from strings_in(value)
 
 
 def options_in_classic_markup(plugin, texts, options):

@@ -19,7 +19,6 @@ LAYER_LINE = re.compile(r'\[(\d+) ([a-z]+)\]')
 HOST_LINE = re.compile(r'\[host\]')
 
 
-
 def read_picture():
     """[(rank, name, [patterns])] and the host patterns, from docs/architecture.md's layer picture."""
     with open(os.path.join(REPO_ROOT, 'docs', 'architecture.md')) as handle:

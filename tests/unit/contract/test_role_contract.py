@@ -36,8 +36,7 @@ def _tasks(items):
             continue
         yield item
         for key in ('block', 'rescue', 'always'):
-            for task in _tasks(item.get(key)):
-                yield task
+            yield from _tasks(item.get(key))
 
 
 def fix_modules(root, role):

@@ -41,11 +41,9 @@ def _functions(tree, prefix=''):
     for node in ast.iter_child_nodes(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             yield prefix + node.name, node
-            for found in _functions(node, prefix + node.name + '.'):
-                yield found
+            yield from _functions(node, prefix + node.name + '.')
         elif isinstance(node, ast.ClassDef):
-            for found in _functions(node, prefix + node.name + '.'):
-                yield found
+            yield from _functions(node, prefix + node.name + '.')
 
 
 def body_lines(node):

@@ -45,12 +45,10 @@ def _texts(doc, where='DOCUMENTATION'):
             if key in ('description', 'notes') and isinstance(value, (list, str)):
                 yield '%s.%s' % (where, key), [value] if isinstance(value, str) else [str(v) for v in value]
             else:
-                for found in _texts(value, '%s.%s' % (where, key)):
-                    yield found
+                yield from _texts(value, '%s.%s' % (where, key))
     elif isinstance(doc, list):
         for position, value in enumerate(doc):
-            for found in _texts(value, '%s[%d]' % (where, position)):
-                yield found
+            yield from _texts(value, '%s[%d]' % (where, position))
 
 
 def headings_without_body(lines):
