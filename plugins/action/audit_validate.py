@@ -149,29 +149,8 @@ class ActionModule(ControllerAction):
 
     def run(self, tmp=None, task_vars=None):
         result, task_vars, args, hosts = self.start(tmp, task_vars)
-        hostvars = task_vars.get('hostvars') or {}
-
-        names, per_value, unreadable = set(), {}, {}
-        check_files = {}
-        for host in hosts:
-            try:
-                variables = hostvars[host]
-            except KeyError:
-                continue
-            ours = [k for k in variables if k.startswith(interface.PREFIX)]
-            names.update(ours)
-            read = dict((name, read_variable(variables, name, host, unreadable)) for name in PER_HOST if name in ours)
-            files = read.pop('postmortem_check_files', audit_variables.DEFAULTS['postmortem_check_files'])
-            if files is not UNREADABLE:
-                files = [] if files in (None, '', []) else files  # every way of saying "none" is one value
-                check_files.setdefault(repr(files), (files, []))[1].append(host)
-            checks = read.get('postmortem_checks', audit_variables.DEFAULTS['postmortem_checks'])
-            if checks is UNREADABLE:
-                checks = audit_variables.DEFAULTS['postmortem_checks']
-            for name, value in read.items():
-                if value is not UNREADABLE:
-                    key = (name, repr(value), repr(checks) if name == 'postmortem_probes' else None)
-                    per_value.setdefault(key, (value, checks, []))[2].append(host)
+        unreadable = {}
+        names, per_value, check_files = _read_hosts(hosts, task_vars.get('hostvars') or {}, unreadable)
         names.update(k for k in task_vars if k.startswith(interface.PREFIX))
         if not hosts and 'postmortem_check_files' in task_vars:
             files = read_variable(task_vars, 'postmortem_check_files', None, unreadable)
@@ -186,26 +165,14 @@ class ActionModule(ControllerAction):
             problem = value_problems(name, value, where, checks, available)
             if problem:
                 found.append(problem)
-        fine = {}
-        for name in interface.NAMES:
-            if name in task_vars and name not in PER_HOST:
-                value = read_variable(task_vars, name, None, unreadable)
-                problem = value_problems(name, value, None, available=available) if value is not UNREADABLE else None
-                if problem:
-                    found.append(problem)
-                elif value is not UNREADABLE:
-                    fine[name] = value
+        play_problems, fine = _play_values(task_vars, available, unreadable)
+        found.extend(play_problems)
         if 'postmortem_report_dir' not in task_vars or 'postmortem_report_dir' in fine:
             found.extend(directory_problems(fine, args['playbook'], bool(self._task.check_mode)))
         found.extend(unreadable_problems(unreadable))
         found.extend(tag_problems(args['playbook'], task_vars.get('ansible_run_tags'), task_vars.get('ansible_skip_tags'),
                                   declared_ids))
-        accept = task_vars.get('postmortem_accept')
-        if accept and isinstance(accept, str):
-            try:
-                accepted.load(os.path.abspath(accept), report_drift.read_bounded, set(registry.BY_ID) | set(declared_ids))
-            except accepted.AcceptProblem as exc:
-                found.append(str(exc))
+        found.extend(_accept_problems(task_vars.get('postmortem_accept'), set(registry.BY_ID) | set(declared_ids)))
 
         result['changed'] = False
         result['problems'] = found
@@ -218,3 +185,54 @@ class ActionModule(ControllerAction):
             result['msg'] = 'The %s was not started; fix its input first: %s' % (
                 'audit' if args['playbook'] == 'audit' else 'remediation', ' | '.join(found))
         return result
+
+
+def _read_hosts(hosts, hostvars, unreadable):
+    """Every host's postmortem_* variables: (the names set anywhere, {(name, value, checks): (value, checks,
+    [hosts])} so that each distinct value is checked once, {repr(files): (check files, [hosts])})."""
+    names, per_value, check_files = set(), {}, {}
+    for host in hosts:
+        try:
+            variables = hostvars[host]
+        except KeyError:
+            continue
+        ours = [k for k in variables if k.startswith(interface.PREFIX)]
+        names.update(ours)
+        read = dict((name, read_variable(variables, name, host, unreadable)) for name in PER_HOST if name in ours)
+        files = read.pop('postmortem_check_files', audit_variables.DEFAULTS['postmortem_check_files'])
+        if files is not UNREADABLE:
+            files = [] if files in (None, '', []) else files  # every way of saying "none" is one value
+            check_files.setdefault(repr(files), (files, []))[1].append(host)
+        checks = read.get('postmortem_checks', audit_variables.DEFAULTS['postmortem_checks'])
+        if checks is UNREADABLE:
+            checks = audit_variables.DEFAULTS['postmortem_checks']
+        for name, value in read.items():
+            if value is not UNREADABLE:
+                key = (name, repr(value), repr(checks) if name == 'postmortem_probes' else None)
+                per_value.setdefault(key, (value, checks, []))[2].append(host)
+    return names, per_value, check_files
+
+
+def _play_values(task_vars, available, unreadable):
+    """The problems of the run-wide variables, and {name: value} of those that are fine."""
+    found, fine = [], {}
+    for name in interface.NAMES:
+        if name in task_vars and name not in PER_HOST:
+            value = read_variable(task_vars, name, None, unreadable)
+            problem = value_problems(name, value, None, available=available) if value is not UNREADABLE else None
+            if problem:
+                found.append(problem)
+            elif value is not UNREADABLE:
+                fine[name] = value
+    return found, fine
+
+
+def _accept_problems(accept, known):
+    """Whether the accepted-findings file can be used, checked whole before any host is contacted."""
+    if not accept or not isinstance(accept, str):
+        return []
+    try:
+        accepted.load(os.path.abspath(accept), report_drift.read_bounded, known)
+    except accepted.AcceptProblem as exc:
+        return [str(exc)]
+    return []

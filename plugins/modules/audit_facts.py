@@ -20,7 +20,7 @@ description:
 options:
   checks:
     description:
-      - Detection ids or groups to run, like O(ansible.builtin.setup#module:gather_subset). V(all) runs every detection; a group
+      - Detection ids or groups to run, like C(gather_subset) of C(ansible.builtin.setup). V(all) runs every detection; a group
         runs its detections; V(!id) or V(!group) excludes them. A list of only exclusions means all
         but those.
       - 'The groups and their detection ids:'

@@ -78,6 +78,19 @@ def plan(unit, fragment_path, source_path, dropin_paths, edits, read=hostio.read
     files = [(fragment_path, read(fragment_path))] + [(p, read(p)) for p in dropin_paths or [] if p != ours]
     parsed = [(path, systemd_unit.UnitFile(text)) for path, text in files]
 
+    execs, commands, restart, append_only = _commands(unit, parsed, edits, process_argv)
+    restart_needed = edits.wants_restart(restart)
+    env_lines = _env_edits(unit, parsed, edits.env, read)
+    own = fragment_path.startswith(OWN_UNIT_DIR) and all(path == fragment_path for path, _e in execs) and all(
+        path == fragment_path for path, _entry, _line in env_lines)
+    if own:
+        return _plan_in_place(fragment_path, files[0][1], commands, env_lines, restart_needed), 'in_place', append_only
+    return _plan_drop_in(unit, ours, dropin_paths, commands, env_lines, restart_needed, read), 'drop_in', append_only
+
+
+def _commands(unit, parsed, edits, process_argv):
+    """The ExecStart= lines in effect (an empty one resets the list, as systemd does), each as [path,
+    entry, prefix, argv, llama-server start, argv after the edits]; the Restart= in effect; append_only."""
     execs, restart = [], None
     for path, parsed_file in parsed:
         for entry in parsed_file.entries:
@@ -97,29 +110,29 @@ def plan(unit, fragment_path, source_path, dropin_paths, edits, read=hostio.read
                              % (unit, '; '.join(e.value for _p, e in execs) or 'none'))
     for command in commands:
         command.append(edits.edit_args(command[3], command[4], append_only) if command[4] else command[3])
-    argv_changed = any(c[3] != c[5] for c in commands)
-    restart_needed = edits.wants_restart(restart)
-    env_lines = _env_edits(unit, parsed, edits.env, read)
+    return execs, commands, restart, append_only
 
-    own = fragment_path.startswith(OWN_UNIT_DIR) and all(path == fragment_path for path, _e in execs) and all(
-        path == fragment_path for path, _entry, _line in env_lines)
-    if own:
-        text = files[0][1]
-        ending = systemd_unit.line_ending(text)
-        lines = systemd_unit.UnitFile(text).lines
-        replaced = [(entry, 'ExecStart=' + systemd_unit.join_command(prefix, after))
-                    for _p, entry, prefix, before, _s, after in commands if before != after]
-        replaced += [(entry, line) for _p, entry, line in env_lines]
-        # Replace from the bottom so earlier line indexes stay valid.
-        for entry, line in sorted(replaced, key=lambda item: -item[0].first):
-            lines = systemd_unit.replace_entry(lines, entry, line, ending)
-        new_text = ''.join(lines)
-        if restart_needed:
-            new_text = systemd_unit.set_key(new_text, 'Service', 'Restart', 'on-failure')
-        return ([(fragment_path, text, new_text)] if new_text != text else []), 'in_place', append_only
 
+def _plan_in_place(fragment_path, text, commands, env_lines, restart_needed):
+    """Our own unit file, edited where its lines are."""
+    ending = systemd_unit.line_ending(text)
+    lines = systemd_unit.UnitFile(text).lines
+    replaced = [(entry, 'ExecStart=' + systemd_unit.join_command(prefix, after))
+                for _p, entry, prefix, before, _s, after in commands if before != after]
+    replaced += [(entry, line) for _p, entry, line in env_lines]
+    # Replace from the bottom so earlier line indexes stay valid.
+    for entry, line in sorted(replaced, key=lambda item: -item[0].first):
+        lines = systemd_unit.replace_entry(lines, entry, line, ending)
+    new_text = ''.join(lines)
+    if restart_needed:
+        new_text = systemd_unit.set_key(new_text, 'Service', 'Restart', 'on-failure')
+    return [(fragment_path, text, new_text)] if new_text != text else []
+
+
+def _plan_drop_in(unit, ours, dropin_paths, commands, env_lines, restart_needed, read):
+    """A unit that is not ours: the change in our drop-in, which must be the last to apply."""
     body = []
-    if argv_changed:
+    if any(c[3] != c[5] for c in commands):
         body.append('ExecStart=')
         body += ['ExecStart=' + systemd_unit.join_command(prefix, after) for _p, _e, prefix, _b, _s, after in commands]
     body += [line for _p, _entry, line in env_lines]
@@ -136,9 +149,9 @@ def plan(unit, fragment_path, source_path, dropin_paths, edits, read=hostio.read
         raise DetectionError('%s: the drop-in %s comes after ours (%s) and could override it; change it there'
                              % (unit, later[0], DROPIN_NAME))
     if not body:
-        return [], 'drop_in', append_only
+        return []
     desired = DROPIN_HEADER + '[Service]\n' + ''.join(line + '\n' for line in body)
-    return ([(ours, current, desired)] if desired != current else []), 'drop_in', append_only
+    return [(ours, current, desired)] if desired != current else []
 
 
 def _env_edits(unit, parsed, wanted, read):

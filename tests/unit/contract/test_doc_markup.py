@@ -144,3 +144,40 @@ def test_role_spec_names_its_options_with_o(role):
 ])
 def test_the_check_finds_options_in_classic_markup(sample, options, expected):
     assert options_in_classic_markup('any', sample, options) == expected
+
+
+# O(), M() and P() naming another collection's plugin become cross-references that only resolve where
+# that collection's pages are built too: make docs builds this collection alone, so Sphinx -W fails on
+# them (ansible.builtin.reboot's reboot_command did). Another collection's plugin is named in C(); so is
+# an ANSIBLE_* variable, which antsibull-docs links to ansible-core's configuration pages as E().
+FOREIGN_REFERENCE = re.compile(r'\b[OMP]\((?!%s)[a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+[#)]|\bE\(ANSIBLE_' % re.escape(COLLECTION))
+
+
+def _documentation_files():
+    for directory in ('modules', 'lookup', 'doc_fragments'):
+        for name in sorted(os.listdir(os.path.join(REPO_ROOT, 'plugins', directory))):
+            if name.endswith('.py'):
+                yield os.path.join('plugins', directory, name)
+    for role in ROLES:
+        yield os.path.join('roles', role, 'meta', 'argument_specs.yml')
+
+
+@pytest.mark.parametrize('path', list(_documentation_files()))
+def test_no_reference_to_another_collections_plugin(path):
+    with open(os.path.join(REPO_ROOT, path), encoding='utf-8') as handle:
+        found = FOREIGN_REFERENCE.findall(handle.read())
+    assert not found, '%s: %s (name another collection\'s plugin in C())' % (path, found)
+
+
+@pytest.mark.parametrize('sample, found', [
+    ('see O(ansible.builtin.reboot#module:reboot_command)', True),
+    ('like M(ansible.builtin.setup)', True),
+    ('the P(community.general.foo#role) role', True),
+    ('see O(homelab.postmortem.audit_facts#module:checks)', False),
+    ('M(homelab.postmortem.audit_facts)', False),
+    ('C(ansible.builtin.reboot)', False),
+    ('E(ANSIBLE_COLLECTIONS_PATH)', True),
+    ('E(OLLAMA_GO_TEMPLATE)', False),
+])
+def test_the_foreign_reference_check(sample, found):
+    assert bool(FOREIGN_REFERENCE.search(sample)) == found
