@@ -79,21 +79,12 @@ def write_files(writes, write, backup):
     return backups or []
 
 
-def _text_now(path):
-    try:
-        return hostio.read_text(path)
-    except hostio.ReadProblem as problem:
-        if problem.kind == 'missing':
-            return None
-        raise
-
-
 def files_as_planned(writes):
     """What is not as planned: each file reads back as its planned text, or is gone when removed."""
     problems = []
     for path, _before, after in writes:
         try:
-            now = _text_now(path)
+            now = hostio.read_text_if_present(path)
         except hostio.ReadProblem as problem:
             problems.append('%s cannot be read back: %s' % (path, problem.reason))
             continue

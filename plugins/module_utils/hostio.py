@@ -147,6 +147,16 @@ def read_text(path, limit=MAX_CONFIG_BYTES):
     return text[1:] if text.startswith('\ufeff') else text
 
 
+def read_text_if_present(path):
+    """read_text, or None when the file does not exist (a fix's file before it is first written)."""
+    try:
+        return read_text(path)
+    except ReadProblem as problem:
+        if problem.kind == 'missing':
+            return None
+        raise
+
+
 def read_optional_text(path, limit=MAX_PROC_BYTES):
     """Small sysfs/procfs values: None when absent, stripped text otherwise."""
     try:

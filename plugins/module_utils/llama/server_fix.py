@@ -224,13 +224,8 @@ def _env_word(option, target):
 
 
 def read_ini(path):
-    """The text of an INI file the plan changes ('' when it does not exist yet)."""
-    try:
-        return hostio.read_text(path)
-    except hostio.ReadProblem as problem:
-        if problem.kind == 'missing':
-            return None
-        raise
+    """The text of an INI file the plan changes (None when it does not exist yet)."""
+    return hostio.read_text_if_present(path)
 
 
 def plan_unit(planner, unit, edits, process_argv, read=hostio.read_text):
