@@ -285,6 +285,23 @@ def judge_models(server, models, judge):
     return instances + server.problem_instances()
 
 
+class ProbeBudget(object):
+    """Which models one detection run may probe: none unless its probe is enabled (postmortem_probes), at most
+    the setting probe_max_models of them, and only those named in probe_models when it names any."""
+
+    def __init__(self, ctx, settings, probe):
+        self._enabled = probe in ctx.probes
+        self._left = settings['probe_max_models']
+        self._wanted = settings['probe_models']
+
+    def take(self, model):
+        """True, with one probe fewer left, when ``model`` is to be probed."""
+        if not self._enabled or self._left <= 0 or (self._wanted and model not in self._wanted):
+            return False
+        self._left -= 1
+        return True
+
+
 def worst_summary(instances, otherwise):
     """The summary of the most serious error/unknown instance, when no instance is worse than those; else
     ``otherwise`` (the detection's own summary of what it found)."""

@@ -55,7 +55,7 @@ def _probe(server, settings, model):
     return counts, examples
 
 
-def _model_instance(ctx, server, model, settings, budget, setting):
+def _model_instance(server, model, settings, budget, setting):
     name = 'model %s' % model
     show = server.show(model)
     if show is None:
@@ -77,9 +77,7 @@ def _model_instance(ctx, server, model, settings, budget, setting):
     if path == chat_path.NATIVE:
         return instance(name, 'ok', '%s takes the native chat path (%s): the format goes to llama-server once, with '
                         'no pass that waits for thinking.' % (name, why), evidence)
-    wanted = settings['probe_models']
-    if 'format_think' in ctx.probes and budget[0] > 0 and (not wanted or model in wanted):
-        budget[0] -= 1
+    if budget.take(model):
         try:
             counts, examples = _probe(server, settings, model)
         except loopback_http.ProbeFailure as exc:
@@ -122,9 +120,8 @@ def judge(ctx, detection, settings):
     if setting is not None:
         evidence['ollama_go_template'] = setting.evidence()
     local = ollama_api.local_models(server, evidence, runs_there='the format logic')
-    budget = [settings['probe_max_models']]
-    instances = ollama_api.judge_models(
-        server, local, lambda model: _model_instance(ctx, server, model, settings, budget, setting))
+    budget = ollama_api.ProbeBudget(ctx, settings, 'format_think')
+    instances = ollama_api.judge_models(server, local, lambda model: _model_instance(server, model, settings, budget, setting))
     if not instances:
         return make_finding(detection, 'not_applicable', 'No local thinking model on Ollama %s.' % server.version_text,
                             evidence=evidence)

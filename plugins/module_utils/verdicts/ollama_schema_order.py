@@ -46,7 +46,7 @@ def _probe(server, settings, model):
     return keys, {'keys': keys, 'reply': content[:200]}
 
 
-def _model_instance(ctx, server, settings, model, setting, probe_budget):
+def _model_instance(server, settings, model, setting, probe_budget):
     from ansible_collections.homelab.postmortem.plugins.module_utils.ollama.renderer import stored_directives
     name = 'model %s' % model
     show = server.show(model)
@@ -70,9 +70,7 @@ def _model_instance(ctx, server, settings, model, setting, probe_budget):
     if path == chat_path.NATIVE:
         return instance(name, 'affected', '%s takes the native chat path (%s): every schema sent to it reaches '
                         'llama-server with its keys sorted.' % (name, why), evidence)
-    wanted = settings['probe_models']
-    if 'schema_order' in ctx.probes and probe_budget[0] > 0 and (not wanted or model in wanted):
-        probe_budget[0] -= 1
+    if probe_budget.take(model):
         try:
             keys, measured = _probe(server, settings, model)
         except loopback_http.ProbeFailure as exc:
@@ -123,8 +121,8 @@ def judge(ctx, detection, settings):
     setting = chat_path.go_template_setting(ctx)
     evidence['ollama_go_template'] = setting.evidence()
     local = ollama_api.local_models(server, evidence, runs_there='the chat path')
-    budget = [settings['probe_max_models']]
-    instances = ollama_api.judge_models(server, local, lambda model: _model_instance(ctx, server, settings, model, setting, budget))
+    budget = ollama_api.ProbeBudget(ctx, settings, 'schema_order')
+    instances = ollama_api.judge_models(server, local, lambda model: _model_instance(server, settings, model, setting, budget))
     if not instances:
         return make_finding(detection, 'not_applicable', 'Ollama %s has no local models.' % server.version_text, evidence=evidence)
     bad = [i for i in instances if i['status'] == 'affected']
