@@ -274,6 +274,9 @@ __REPORT_CHUNKS__
         (host.m.s === "failed" ? "FAILED" : "LOST THE HOST") + (host.m.t ? " in '" + host.m.t + "'" : "");
       box.appendChild(el("p", {"class": "remediation-problem"}, "Remediation " + what + ": " + host.m.r));
     }
+    (host.o || []).forEach(function (note) {
+      box.appendChild(el("p", {"class": "role-note"}, "Note from role " + note.r + ": " + note.t));
+    });
     var checkIndex = report.checks.indexOf(check);
     if (acceptedAt(host, checkIndex)) {
       box.appendChild(el("p", {"class": "accepted-note"}, "Accepted (postmortem_accept): " + host.a[String(checkIndex)]));

@@ -155,7 +155,8 @@ def test_a_browser_without_decompression_says_where_the_findings_are(browser, re
 
 
 def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
-    """A remediation run's report: the host whose fix failed and the one not touched say so in their details."""
+    """A remediation run's report: the host whose fix failed and the one not touched say so in their details, and a
+    role's note (what only its task output said, remediation.role_notes) shows on its host."""
     from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report, report_files
     finding = {'id': 'pi_ir_tx', 'title': 'IR', 'status': 'at_risk', 'summary': 's', 'evidence': {},
                'remediation': {'manual': ['fix it']}, 'references': []}
@@ -163,13 +164,18 @@ def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
     data = fleet_report.build(['pi-1', 'pi-2'], results, [(d.ID, d.TITLE) for d in DETECTIONS], '0.2.0', before=results,
                               remediation={'pi-1': {'state': 'failed', 'task': 'Replace the overlay',
                                                     'reason': 'Read-only file system </p>'},
-                                           'pi-2': {'state': 'not_run', 'reason': 'not touched: pi-1 failed'}})
+                                           'pi-2': {'state': 'not_run', 'reason': 'not touched: pi-1 failed',
+                                                    'notes': [{'role': 'pi_ir_tx', 'note': 'reboot pending <b>now</b>'}]}})
     paths, problems = report_files.write(data, str(tmp_path), ['html'])
     assert not problems
     browser.get('file://%s' % paths['html'])
     for host, text in (('pi-1', "Remediation FAILED in 'Replace the overlay': Read-only file system </p>"),
                        ('pi-2', 'Remediation not run: not touched: pi-1 failed')):
         assert open_cell(browser, host, 'pi_ir_tx').find_element(By.CSS_SELECTOR, 'p.remediation-problem').text == text
+    # A role's note shows as the text it is (never as markup), and only on the host it came from.
+    notes = open_cell(browser, 'pi-2', 'pi_ir_tx').find_elements(By.CSS_SELECTOR, 'p.role-note')
+    assert [n.text for n in notes] == ['Note from role pi_ir_tx: reboot pending <b>now</b>']
+    assert open_cell(browser, 'pi-1', 'pi_ir_tx').find_elements(By.CSS_SELECTOR, 'p.role-note') == []
 
 
 def test_drift_and_accepted_findings_are_marked_and_filterable(browser, tmp_path):
