@@ -162,7 +162,7 @@ def parse_csv_row(text):
 
 
 # ---------------------------------------------------------------------------------------------
-# editing a command line the way llama-server reads it
+# a command line the way llama-server reads it: its option tokens, one option set in it, a token shown
 
 def option_tokens(argv, start):
     """[(index, Opt, positive)] of the option tokens of a command line, read as llama-server reads it

@@ -12,7 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama.args import SPEC_DEFAULT, SPEC_DRAFT_HF, SPEC_DRAFT_MODEL, SPEC_TYPE, ValueRefused
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama.args import (
+    SPEC_DEFAULT, SPEC_DRAFT_HF, SPEC_DRAFT_MODEL, SPEC_TYPE, ValueRefused)
 
 
 # common/speculative.cpp common_speculative_type_from_name_map (b11434 l.72-84; "draft" of b9113-b9245)
