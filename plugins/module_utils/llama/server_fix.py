@@ -4,7 +4,7 @@
 """llama_server_fix's plan: each setting changed where llama.cpp takes it from, and proved.
 
 For every instance the detections judge (llama/server.py) and every fix it needs, the setting that
-wins (llama/config.py) is changed where it was set:
+wins (llama/resolution.py) is changed where it was set:
 
 - a config.ini or preset line: that line (the key kept, the value that gives the safe setting under it);
 - the command line of a process a systemd unit starts: its ExecStart= (or Quadlet Exec=) tokens;
@@ -26,15 +26,18 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import file_view as llama_files
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import presets as llama_presets
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import resolution as llama_resolution
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix
 
 # fix -> (option, the safe value)
 TARGETS = {
-    'cache_ram_off': (llama_config.CACHE_RAM, 0),
-    'no_cache_prompt': (llama_config.CACHE_PROMPT, False),
-    'disable_sleep': (llama_config.SLEEP_IDLE_SECONDS, -1),
+    'cache_ram_off': (llama_args.CACHE_RAM, 0),
+    'no_cache_prompt': (llama_args.CACHE_PROMPT, False),
+    'disable_sleep': (llama_args.SLEEP_IDLE_SECONDS, -1),
 }
 FIXES = ('cache_ram_off', 'no_cache_prompt', 'restart_on_failure', 'disable_sleep')
 
@@ -51,15 +54,15 @@ def needed_fixes(inst, chosen):
     caching = (None, None)
     for rules in inst.rule_sets:
         config = inst.config(rules)
-        adapters, _problems = llama_config.lora_adapters(config)
+        adapters, _problems = llama_resolution.lora_adapters(config)
         if adapters:
-            cache_ram = config.value(llama_config.CACHE_RAM)[0]
-            enabled, where, _s = config.value(llama_config.CACHE_PROMPT)
+            cache_ram = config.value(llama_args.CACHE_RAM)[0]
+            enabled, where, _s = config.value(llama_args.CACHE_PROMPT)
             fixes['cache_ram_off'] |= ('cache_ram_off' in chosen) and cache_ram != 0
             fixes['no_cache_prompt'] |= ('no_cache_prompt' in chosen) and enabled is not False
             if enabled is not False:
                 caching = (True, where)
-        seconds = config.value(llama_config.SLEEP_IDLE_SECONDS)[0]
+        seconds = config.value(llama_args.SLEEP_IDLE_SECONDS)[0]
         sleeping = seconds >= 0
         fixes['restart_on_failure'] |= ('restart_on_failure' in chosen) and sleeping
         fixes['disable_sleep'] |= ('disable_sleep' in chosen) and sleeping
@@ -160,9 +163,9 @@ class Planner(object):
                 before = ''
             d = change.details
             if d['lineno']:
-                after = llama_config.set_in_ini(before, d['lineno'], d['option'], d['key'], d['target'])
+                after = llama_presets.set_in_ini(before, d['lineno'], d['option'], d['key'], d['target'])
             else:
-                after = llama_config.add_to_ini(before, d['section'], d['option'], d['target'])
+                after = llama_presets.add_to_ini(before, d['section'], d['option'], d['target'])
             out[change.where] = (out[change.where][0] if change.where in out else before, after)
         return out
 
@@ -173,7 +176,7 @@ class Planner(object):
         texts = dict((path, after) for path, (_before, after) in self.texts(changes, read).items())
         server = _changed_server(inst, changes, texts, append_only_units)
         for rules in inst.rule_sets:
-            config = llama_config.resolve(server, rules)
+            config = llama_resolution.resolve(server, rules)
             value, where, _s = config.value(option)
             if value != target or config.refused:
                 return False, '%s would stay %s (%s)' % (option.key, _word(option, value), where)
@@ -181,26 +184,26 @@ class Planner(object):
 
 
 def _changed_server(inst, changes, texts, append_only_units):
-    """The instance's llama_config.Server as it would start after ``changes``."""
-    view = llama_config.OverlayView(inst.server.view, texts) if texts else inst.server.view
+    """The instance's llama_resolution.Server as it would start after ``changes``."""
+    view = llama_files.OverlayView(inst.server.view, texts) if texts else inst.server.view
     unit_argv = [c for c in changes if c.kind == 'unit-argv']
     unit_env = dict((c.details['name'], c.details['value']) for c in changes if c.kind == 'unit-env')
     if inst.kind == 'child':
         router = inst.router_instance
         argv = router.server.argv
         for change in unit_argv:
-            argv = llama_config.set_in_argv(argv, router.server.start, change.details['option'], change.details['target'],
-                                            change.where in append_only_units)
+            argv = llama_args.set_in_argv(argv, router.server.start, change.details['option'], change.details['target'],
+                                          change.where in append_only_units)
         environ = dict(router.server.environ or {}, **unit_env)
         child = llama_server.render_child(inst, argv, environ, view)
-        return llama_config.Server(child.argv, child.environ, view, start=inst.server.start, uid=inst.server.uid,
-                                   sources=child.sources)
+        return llama_resolution.Server(child.argv, child.environ, view, start=inst.server.start, uid=inst.server.uid,
+                                       sources=child.sources)
     argv = inst.server.argv
     for change in unit_argv:
-        argv = llama_config.set_in_argv(argv, inst.server.start, change.details['option'], change.details['target'],
-                                        change.where in append_only_units)
+        argv = llama_args.set_in_argv(argv, inst.server.start, change.details['option'], change.details['target'],
+                                      change.where in append_only_units)
     environ = dict(inst.server.environ or {}, **unit_env)
-    return llama_config.Server(argv, environ, view, start=inst.server.start, uid=inst.server.uid)
+    return llama_resolution.Server(argv, environ, view, start=inst.server.start, uid=inst.server.uid)
 
 
 def _same_root(root):

@@ -10,7 +10,7 @@
   arguments, [Service] Restart= the restart policy.
 The plan is computed from the files without our own drop-in, so a second run
 plans exactly what is already there: nothing. Options are set token by token as
-llama-server reads its command line (llama/config.py), and an environment
+llama-server reads its command line (llama/args.py), and an environment
 variable is changed on the Environment= line that sets it.
 """
 
@@ -21,7 +21,7 @@ __metaclass__ = type
 import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, systemd_unit
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import processes as llama_processes
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
@@ -41,7 +41,7 @@ class UnitEdits(object):
 
     def edit_args(self, args, start, append_only=False):
         for option, target in self.argv:
-            args = llama_config.set_in_argv(args, start, option, target, append_only)
+            args = llama_args.set_in_argv(args, start, option, target, append_only)
         return args
 
     def wants_restart(self, current):

@@ -11,7 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import resolution as llama_resolution
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUS_RANK, make_finding
 
@@ -44,10 +45,10 @@ def _instance(ctx, settings, inst):
     supervision = []
 
     def judge_config(config):
-        adapters, adapter_problems = llama_config.lora_adapters(config)
-        cache_ram, cache_ram_where, _s = config.value(llama_config.CACHE_RAM)
-        caching, caching_where, _s = config.value(llama_config.CACHE_PROMPT)
-        init_without_apply = bool(config.value(llama_config.LORA_INIT_WITHOUT_APPLY, False)[0])
+        adapters, adapter_problems = llama_resolution.lora_adapters(config)
+        cache_ram, cache_ram_where, _s = config.value(llama_args.CACHE_RAM)
+        caching, caching_where, _s = config.value(llama_args.CACHE_PROMPT)
+        init_without_apply = bool(config.value(llama_args.LORA_INIT_WITHOUT_APPLY, False)[0])
         evidence = {'adapters': adapters, 'cache_ram': cache_ram, 'cache_ram_source': cache_ram_where,
                     'cache_prompt': caching, 'cache_prompt_source': caching_where,
                     'lora_init_without_apply': init_without_apply}

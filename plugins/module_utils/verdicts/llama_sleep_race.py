@@ -11,7 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import resolution as llama_resolution
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, worst_instance
 
@@ -45,7 +46,7 @@ def _instance(ctx, inst):
     supervision = []
 
     def judge_config(config):
-        seconds, where, refusal = llama_config.int_value(config, llama_config.SLEEP_IDLE_SECONDS)
+        seconds, where, refusal = llama_resolution.int_value(config, llama_args.SLEEP_IDLE_SECONDS)
         evidence = {'sleep_idle_seconds': seconds, 'source': where}
         if IGNORED_SLEEP_ENV in environ:
             evidence['note'] = ('%s=%s is set, but llama-server does not read it (no environment variable '

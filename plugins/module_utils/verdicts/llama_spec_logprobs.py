@@ -12,12 +12,12 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import speculation as llama_speculation
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import make_finding, worst_instance
 
 
-# the rules llama_config.speculation reads
+# the rules llama_speculation.speculation reads
 SPEC_RULES = ('spec_type_list', 'spec_type_accumulates', 'draft_needs_type', 'draft_simple_throws', 'draft_type_from_gguf')
 
 
@@ -36,7 +36,7 @@ def _instance(ctx, inst):
     draft_kind = _draft_reader(inst.server.view)
 
     def judge_config(config):
-        spec = llama_config.speculation(config, draft_kind)
+        spec = llama_speculation.speculation(config, draft_kind)
         evidence = {'speculation': spec['on'], 'spec_types': spec['types'], 'spec_type_sources': spec['where'],
                     'draft_model': spec['draft_model'], 'reason': spec['reason']}
         if spec['on'] is True:

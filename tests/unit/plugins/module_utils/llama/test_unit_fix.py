@@ -5,11 +5,11 @@ import shlex
 import pytest
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import hostio, systemd_unit
-from ansible_collections.homelab.postmortem.plugins.module_utils.llama import config as llama_config
+from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import unit_fix as llama_unit_fix
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DetectionError
 
-CACHE_RAM_OFF = [(llama_config.CACHE_RAM, 0)]
+CACHE_RAM_OFF = [(llama_args.CACHE_RAM, 0)]
 ALL = llama_unit_fix.UnitEdits(argv=CACHE_RAM_OFF, restart=True)
 
 
@@ -54,7 +54,7 @@ def test_own_unit_in_place_with_continuations_quoting_and_comments():
 def test_existing_cache_ram_value_is_replaced_and_env_expansion_kept():
     path = '/etc/systemd/system/llama.service'
     files = {path: '[Service]\nExecStart=-/usr/bin/llama-server -m m -cram 4096 --sleep-idle-seconds 60\n'}
-    fixes = llama_unit_fix.UnitEdits(argv=CACHE_RAM_OFF + [(llama_config.SLEEP_IDLE_SECONDS, -1)])
+    fixes = llama_unit_fix.UnitEdits(argv=CACHE_RAM_OFF + [(llama_args.SLEEP_IDLE_SECONDS, -1)])
     changes, _mode, _append = llama_unit_fix.plan('llama.service', path, '', [], fixes, read=reader(files))
     apply(files, changes)
     assert files[path] == '[Service]\nExecStart=-/usr/bin/llama-server -m m -cram 0 --sleep-idle-seconds -1\n'
