@@ -151,33 +151,48 @@ notes:
   elements: str
 diff:
   description:
-    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
-    - Part of the result of every fix module (module_utils/fix_protocol.py).
+    - Always empty, in both stages and in check mode. This module changes nothing on the node (with O(stage=plan) it
+      reads the Engine API, no more); the P(homelab.postmortem.docker_overlay_recover#role) role scales the services
+      down, restarts dockerd and starts the containers again, as RV(scale_down), RV(restart) and RV(start_again) say
+      and RV(steps) lists.
   returned: always
   type: list
   elements: dict
 backups:
-  description: Backup copies made before anything was changed.
+  description:
+    - Always empty. No file is written, and what the role changes (services scaled to zero, the daemon restarted)
+      has no copy to keep; RV(scale_down) and RV(start_again) record which services it scales down and which
+      containers it starts again.
   returned: always
   type: list
   elements: str
 verified:
   description:
-    - With O(stage=verify), whether every container has its overlay back. This module changes nothing itself (the role
-      restarts the daemon), so it is false with O(stage=plan).
+    - With O(stage=verify), true when the finding read after the restart (O(finding)) shows no container cut off
+      and nothing that could not be judged. A container whose interface has its carrier back while its network's
+      sandbox file cannot be seen from where the audit runs passes, and is named in RV(unconfirmed). Otherwise the
+      task fails, with RV(cut_off) and RV(not_judged) saying what is still wrong.
+    - Always false with O(stage=plan). The change is the role's; it runs this module again with O(stage=verify)
+      once the daemon is back.
   returned: always
   type: bool
   version_added: 0.2.0
 rolled_back:
   description:
-    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+    - Always false. This module changes nothing, so it has nothing to put back; a failed O(stage=verify) leaves the
+      node as the restart left it, and the role stops there.
   returned: always
   type: bool
   version_added: 0.2.0
 msg:
-  description: What the fix found or did, for a person.
+  description:
+    - With O(stage=plan), what is the matter with this node, C(cut off) and the containers the finding names, or
+      C(nothing) and the finding's summary. With O(stage=verify), C(every container has its overlay back).
+    - On a failure, why acting would be a guess (what could not be judged), or what is still cut off after the
+      recovery.
   returned: always
   type: str
+  sample: "cut off: web, db"
 '''
 
 from ansible.module_utils.basic import AnsibleModule

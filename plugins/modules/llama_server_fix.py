@@ -124,32 +124,64 @@ global_path_open:
   version_added: 0.2.0
 diff:
   description:
-    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
-    - Part of the result of every fix module (module_utils/fix_protocol.py).
+    - One entry per file written, with the file's path as C(before_header) and C(after_header) and its whole text
+      before and after (C(before) is empty for a file the run creates, such as a drop-in). The files are units under
+      C(/etc/systemd/system) edited in place, drop-ins C(/etc/systemd/system/<unit>.d/50-homelab-postmortem.conf)
+      for vendor units, Quadlet C(.container) files, and the config.ini and C(--models-preset) files whose winning
+      line changes. Only the lines that change differ.
+    - In check mode the same entries, and nothing is written. Empty when no instance needs a change; RV(open) and
+      RV(global_path_open) then say what is left and why.
   returned: always
   type: list
   elements: dict
+  sample:
+    - before_header: /etc/systemd/system/llama.service.d/50-homelab-postmortem.conf
+      after_header: /etc/systemd/system/llama.service.d/50-homelab-postmortem.conf
+      before: ""
+      after: |
+        # Managed by homelab.postmortem.llama_server: safe llama-server flags and restart policy.
+        [Service]
+        ExecStart=
+        ExecStart=/usr/bin/llama-server -m /srv/models/base.gguf --lora /srv/adapters/a.gguf --cache-ram 0
+        Restart=on-failure
 backups:
-  description: Backup copies made before anything was changed.
+  description:
+    - The copy of each existing file that was changed (a unit, a Quadlet file, a config.ini or preset), written
+      beside it before it was replaced and named C(<file>.<UTC time>.bak). A file the run creates, such as a
+      drop-in, has none.
+    - Empty with O(backup=false), in check mode and when nothing changed.
   returned: always
   type: list
   elements: str
+  sample: [/etc/systemd/system/llama.service.20261201T131512Z.bak]
 verified:
   description:
-    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+    - Whether every file written reads back with exactly the planned text. False in check mode and when nothing
+      needed a change.
+    - It says nothing about the running servers. systemd is not reloaded and nothing is restarted here; RV(units)
+      and RV(unmanaged) name the servers that must restart to read the change.
   returned: always
   type: bool
   version_added: 0.2.0
 rolled_back:
   description:
-    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+    - When a file did not read back as planned, whether every file of the run was put back, written again with the
+      text it had before or removed when the run created it. RV(msg) names any file that could not be put back.
+    - False on every other failure. A plan that cannot be proved changes no file, and a write that fails part way
+      puts back the files it had replaced itself and says so in RV(msg).
   returned: always
   type: bool
   version_added: 0.2.0
 msg:
-  description: What the fix found or did, for a person.
+  description:
+    - "C(nothing to change) when no unit needs a change, also when every fix left to make is in RV(open). Once the
+      files are written and read back, C(changed, and read back as planned); in check mode,
+      C(check mode: the diff is what would change; nothing was changed)."
+    - On a failure, what could not be read or proved and that no file was changed, or what did not read back and
+      what was put back.
   returned: always
   type: str
+  sample: changed, and read back as planned
 '''
 
 from ansible.module_utils.basic import AnsibleModule

@@ -114,32 +114,60 @@ ollama_version:
   type: str
 diff:
   description:
-    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
-    - Part of the result of every fix module (module_utils/fix_protocol.py).
+    - One entry per model that is (or in check mode would be) re-created, named by the model in C(before_header)
+      and C(after_header). C(before) is its Modelfile as C(/api/show) gives it; C(after) is the same text with its
+      C(RENDERER) line set to O(renderer) (added when it had none) and C(PARSER gemma4) added when it had no
+      C(PARSER). No file on the host changes; the model is re-created through C(/api/create).
+    - A model that already has the renderer has no entry.
   returned: always
   type: list
   elements: dict
+  sample:
+    - before_header: mygemma:latest
+      after_header: mygemma:latest
+      before: "FROM gemma4:27b\nPARAMETER num_ctx 8192\nRENDERER gemma4\n"
+      after: "FROM gemma4:27b\nPARAMETER num_ctx 8192\nRENDERER gemma4-large\nPARSER gemma4\n"
 backups:
-  description: Backup copies made before anything was changed.
+  description:
+    - The Modelfile kept of each model that was re-created, in O(backup_dir) (mode 0700), named after the model
+      (characters other than letters, digits, C(.), C(_) and C(-) become C(_)) and the UTC time,
+      C(<model>.<UTC time>.Modelfile), mode 0600. Beside each, the same name ending in C(.show.json) holds the
+      model's whole C(/api/show) answer. All are written before the first model is re-created; restore one with
+      C(ollama create NAME -f FILE).
+    - Empty with O(backup=false), in check mode and when no model changed.
   returned: always
   type: list
   elements: str
+  sample: [/var/lib/homelab-postmortem/ollama-modelfiles/mygemma_latest.20261201T131512Z.Modelfile]
 verified:
   description:
-    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+    - Whether every model that was re-created, read back with C(/api/show) once all of them were, has the renderer
+      O(renderer) stored and its system prompt, template, parameters, license and messages as they were. False in
+      check mode and when no model needed a change.
   returned: always
   type: bool
   version_added: 0.2.0
 rolled_back:
   description:
-    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+    - When that read-back found a model not as planned, whether every re-created model was re-created again through
+      C(/api/create) with its old renderer, parser and fields and read back so. A model that had no renderer stored
+      cannot be put back that way (C(/api/create) cannot remove one), so it stays false; restore that model from its
+      RV(backups) file.
+    - False when a model fails while they are re-created one at a time. RV(msg) then says which models were
+      re-created and left so, which one was put back or could not be, and which were not attempted.
   returned: always
   type: bool
   version_added: 0.2.0
 msg:
-  description: What the fix found or did, for a person.
+  description:
+    - "Once every model named in O(models) (or found affected) was re-created and read back,
+      C(changed, and read back as planned). C(nothing to change) when each has the renderer already or none is
+      affected; in check mode, C(check mode: the diff is what would change; nothing was changed)."
+    - On a failure, why Ollama cannot pin a renderer (its version), or which model failed and why, with what was
+      changed and where the backups are.
   returned: always
   type: str
+  sample: changed, and read back as planned
 '''
 
 from ansible.module_utils.basic import AnsibleModule

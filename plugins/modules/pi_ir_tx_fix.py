@@ -171,33 +171,61 @@ problems:
   elements: str
 diff:
   description:
-    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
-    - Part of the result of every fix module (module_utils/fix_protocol.py).
+    - One entry per file written or removed, with its path as C(before_header) and C(after_header) and its whole
+      text before and after (empty for a file created or removed). Only the replaced lines, and the C(dtparam=)
+      lines that lose C(func), differ.
+    - With O(step=write), C(config.txt) and the C(include) files that have a replaced line or, with a trial,
+      C(tryboot.txt) and the C(<name>.tryboot.txt) files. With O(step=promote), C(config.txt) and its includes, and
+      the trial files removed. With O(step=discard), the trial files removed. Empty with O(step=verify).
   returned: always
   type: list
   elements: dict
+  sample:
+    - before_header: /boot/firmware/config.txt
+      after_header: /boot/firmware/config.txt
+      before: "[pi4]\ndtoverlay=pwm-ir-tx,gpio_pin=17,func=2\n"
+      after: "[pi4]\ndtoverlay=gpio-ir-tx,gpio_pin=17\n"
 backups:
-  description: Backup copies made before anything was changed.
+  description:
+    - With O(step=write) without a trial, and with O(step=promote), the copy of each C(config.txt) and include file
+      that was changed, written beside it on the boot partition before it was replaced and named
+      C(<name>.<UTC time>.bak).
+    - The trial files are this module's own and are never backed up, neither when written nor when O(step=promote)
+      or O(step=discard) removes them. Empty with O(backup=false), in check mode and when no file changed.
   returned: always
   type: list
   elements: str
+  sample: [/boot/firmware/config.txt.20261201T131512Z.bak]
 verified:
   description:
-    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
-    - With O(step=verify), whether the trial boot passed every check (C(problems) is empty).
+    - With O(step=write), O(step=promote) and O(step=discard), whether every file written reads back with exactly the
+      planned text and every file removed is gone. False in check mode and when no file needed a change.
+    - With O(step=verify), whether this boot passed every check (RV(problems) is empty), that is, it is the trial
+      boot, the running kernel registered a gpio-ir-tx transmitter and no pwm-ir-tx one, and the trial files are
+      still what the change gives now.
   returned: always
   type: bool
   version_added: 0.2.0
 rolled_back:
   description:
-    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+    - When a file did not read back as planned, whether every file of the run was put back. C(config.txt), its
+      includes and the trial files are written again with the text they had, trial files the run removed are
+      written back, and trial files it created are removed. Nothing takes effect before a reboot either way.
+    - False on every other failure. A line that cannot be replaced, a promotion with RV(problems) or another
+      updater's C(tryboot.txt) fails before any file is touched, and a write that fails part way puts back the
+      files it had replaced itself and says so in RV(msg).
   returned: always
   type: bool
   version_added: 0.2.0
 msg:
-  description: What the fix found or did, for a person.
+  description:
+    - "C(no config.txt under) and O(root) when there is none. Otherwise C(changed, and read back as planned),
+      C(nothing to change) (no line to replace, and always with O(step=verify)), or in check mode
+      C(check mode: the diff is what would change; nothing was changed)."
+    - On a failure, the line or file and the reason, or why the trial boot cannot be promoted.
   returned: always
   type: str
+  sample: changed, and read back as planned
 '''
 
 import os

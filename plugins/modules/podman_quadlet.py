@@ -166,32 +166,76 @@ skipped_reason:
   type: str
 diff:
   description:
-    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
-    - Part of the result of every fix module (module_utils/fix_protocol.py).
+    - At most one entry, for the unit file RV(unit_path). C(before) is its text before (empty when it is new) and
+      C(after) the RV(unit) written. The swap of the container for the service (commit, stop, rename, start) is not
+      in the diff; RV(steps) lists it.
+    - Empty when nothing is converted (the container is already run by the unit, or it is running and
+      O(replace_running) is off).
   returned: always
   type: list
   elements: dict
+  sample:
+    - before_header: /etc/containers/systemd/web.container
+      after_header: /etc/containers/systemd/web.container
+      before: ""
+      after: |
+        # Converted from podman container web by homelab.postmortem.podman_quadlet.
+        # systemd restarts it (Restart= below); podman's own restart policy is not used.
+        [Unit]
+        Description=web (podman container converted to Quadlet)
+        StartLimitIntervalSec=0
+
+        [Container]
+        ContainerName=web
+        Image=docker.io/library/nginx:1.27
+        PublishPort=8080:80
+
+        [Service]
+        Restart=always
+        RestartSec=1
+
+        [Install]
+        WantedBy=default.target
 backups:
-  description: Backup copies made before anything was changed.
+  description:
+    - The copy of the unit file RV(unit_path) made before it was replaced, beside it and named
+      C(<unit_name>.container.<UTC time>.bak), the same path as RV(backup_file).
+    - Empty when the unit file is new, with O(backup=false), in check mode and when nothing was converted. The old
+      container is no backup here. It is kept, renamed C(<name>-pre-quadlet-<container id>), until the service
+      runs, and then removed without its volumes; with O(commit) its writable layer lives on in RV(committed_image).
   returned: always
   type: list
   elements: str
+  sample: [/etc/containers/systemd/web.container.20261201T131512Z.bak]
 verified:
   description:
-    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+    - Whether, after C(systemctl start), systemd reports RV(service) C(active) and podman reports the container
+      O(name) running, asked once a second for up to O(start_timeout) seconds (a service that reports C(failed)
+      ends the wait). Only then is the old container removed. False in check mode and when nothing was converted.
   returned: always
   type: bool
   version_added: 0.2.0
 rolled_back:
   description:
-    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+    - When the service did not come up, or reloading systemd, stopping, renaming or starting failed, whether the
+      conversion was undone. The service is stopped, the unit file written back as it was (removed when it was
+      new), systemd reloaded, the new container removed and the old one renamed back to O(name) and started again
+      when it was running. The results of those commands are not checked; RV(steps) lists each one. An image
+      committed with O(commit) is kept.
+    - False when the task failed before the unit file was written; nothing but a committed image was changed then.
   returned: always
   type: bool
   version_added: 0.2.0
 msg:
-  description: What the fix found or did, for a person.
+  description:
+    - "When nothing is to do, that the container is already run by the unit, or that there is no container O(name)
+      but RV(unit_path) exists (already converted). C(nothing to change) when a running container is left alone
+      (RV(skipped_reason) says why), C(changed, and read back as planned) once the service runs, and in check mode
+      C(check mode: the diff is what would change; nothing was changed)."
+    - On a failure, the reason and, when the service did not come up, its last journal lines.
   returned: always
   type: str
+  sample: web is already run by web.service (/etc/containers/systemd/web.container)
 '''
 
 from ansible.module_utils.basic import AnsibleModule

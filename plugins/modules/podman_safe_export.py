@@ -127,32 +127,45 @@ backup_file:
   type: str
 diff:
   description:
-    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
-    - Part of the result of every fix module (module_utils/fix_protocol.py).
+    - Always empty, in check mode too. The archive is binary, so no diff is shown; RV(steps) lists the podman
+      commands that run (or would), and RV(size), RV(sha256) and RV(owners) describe the archive written.
   returned: always
   type: list
   elements: dict
 backups:
-  description: Backup copies made before anything was changed.
+  description:
+    - With O(force) and O(backup), the archive O(dest) held before, copied beside it before the new one was renamed
+      over it and named C(<dest>.<UTC time>.bak), the same path as RV(backup_file).
+    - Empty when O(dest) was new, with O(backup=false), in check mode and when O(dest) exists and O(force) is off.
   returned: always
   type: list
   elements: str
+  sample: [/srv/backup/db.tar.20261201T131512Z.bak]
 verified:
   description:
-    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+    - Whether O(dest), read back after the rename, has the checksum RV(sha256) taken of it once it was in place.
+      The owners were checked before, in the temporary file (RV(owners)); an archive that fails that check is never
+      renamed onto O(dest). False in check mode and when O(dest) exists and O(force) is off.
   returned: always
   type: bool
   version_added: 0.2.0
 rolled_back:
   description:
-    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+    - When O(dest) did not read back with that checksum, whether O(dest) was put back. The replaced archive is copied
+      back from its backup or, without a backup (a new O(dest), or O(backup=false)), the archive written is removed.
+    - False on every other failure. A failed podman command or owner check never touches O(dest); the temporary
+      container, image and file are removed either way.
   returned: always
   type: bool
   version_added: 0.2.0
 msg:
-  description: What the fix found or did, for a person.
+  description:
+    - C(exported <container> to <dest> through a commit); in check mode C(would export <container> through a commit);
+      when O(dest) exists and O(force) is off, that O(dest) exists and O(force=true) exports again.
+    - On a failure, the podman command or the owner check that failed, and any temporary that could not be removed.
   returned: always
   type: str
+  sample: exported db to /srv/backup/db.tar through a commit
 '''
 
 import os

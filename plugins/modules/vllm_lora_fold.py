@@ -121,32 +121,63 @@ backup:
   type: str
 diff:
   description:
-    - What the fix changes, or in check mode would change, before and after (one entry per file or object).
-    - Part of the result of every fix module (module_utils/fix_protocol.py).
+    - One entry when O(dest) is (or in check mode would be) written, for C(adapter_config.json) in O(dest). C(before)
+      is its text (empty when O(dest) is new; when it cannot be read as text, C(before_header) says why), C(after)
+      the folded adapter's config with its new C(alpha_pattern) and C(rank_pattern). The weights,
+      C(adapter_model.safetensors), are binary and not shown; RV(factors) lists what is scaled.
+    - Empty when O(dest) already is the fold of O(src).
   returned: always
   type: list
   elements: dict
+  sample:
+    - before_header: /srv/adapters/persona-folded/adapter_config.json
+      after_header: /srv/adapters/persona-folded/adapter_config.json
+      before: ""
+      after: |
+        {
+          "alpha_pattern": {
+            "model.layers.0.self_attn.q_proj": 16.0
+          },
+          "lora_alpha": 32,
+          "r": 16,
+          "rank_pattern": {
+            "model.layers.0.self_attn.q_proj": 8
+          }
+        }
 backups:
-  description: Backup copies made before anything was changed.
+  description:
+    - When O(dest) existed and was replaced, the old directory kept beside it as hard links of its files, named
+      C(<dest>.<UTC time>.bak) (the same path as RV(backup)) and durable before O(dest) was touched.
+    - Empty when O(dest) was new, in check mode and when O(dest) already was the fold.
   returned: always
   type: list
   elements: str
+  sample: [/srv/adapters/persona-folded.20261201T131512Z.bak]
 verified:
   description:
-    - Whether the change was made and read back as planned. False in check mode and when nothing needed a change.
+    - Whether C(adapter_model.safetensors) in O(dest), read back, carries the C(homelab.postmortem.folded_from)
+      metadata with the fingerprint of O(src) (its config and weights header). False in check mode and when O(dest)
+      already was the fold.
   returned: always
   type: bool
   version_added: 0.2.0
 rolled_back:
   description:
-    - On a failure, whether what had been changed was put back as it was (the message says what, and what could not be).
+    - When O(dest) did not read back as the fold, whether O(dest) was put back, the backup directory swapped back into
+      its place or, when O(dest) was new, the new directory removed. O(src) is only ever read.
+    - False on every other failure. A write that fails removes the partial copy and leaves O(dest) as it was, and
+      RV(msg) says so.
   returned: always
   type: bool
   version_added: 0.2.0
 msg:
-  description: What the fix found or did, for a person.
+  description:
+    - C(<src> folded into <dest>) (in check mode too, where nothing is written), or C(<dest> is already the fold of
+      <src>).
+    - On a failure, what failed and what is left of O(dest).
   returned: always
   type: str
+  sample: /srv/adapters/persona folded into /srv/adapters/persona-folded
 '''
 
 import json

@@ -185,19 +185,14 @@ def _all_fix_modules():
     return sorted(modules)
 
 
-PROTOCOL_KEYS = ('changed', 'diff', 'backups', 'verified', 'rolled_back', 'msg')
-
-
 @pytest.mark.parametrize('module', _all_fix_modules())
 def test_every_fix_module_follows_the_fix_protocol(module):
     """One shape for every fix (module_utils/fix_protocol.py): the module hands a Fix to fix_protocol.run,
-    which alone ends it on success, and its RETURN documents the keys every fix module returns."""
+    which alone ends it on success. That its RETURN documents the keys every fix module returns is
+    test_fix_returns.py's, for every module that imports fix_protocol."""
     source = _read(os.path.join(REPO_ROOT, 'plugins', 'modules', module + '.py'))
     assert 'fix_protocol.run(module, ' in source, module
     assert 'exit_json(' not in source, '%s ends itself; fix_protocol.run does' % module
-    returned = yaml.safe_load(source.split("RETURN = r'''", 1)[1].split("'''", 1)[0])
-    missing = [key for key in PROTOCOL_KEYS if key != 'changed' and key not in returned]
-    assert not missing, '%s: RETURN does not document %s' % (module, ', '.join(missing))
 
 
 def test_the_fix_modules_are_all_there():
