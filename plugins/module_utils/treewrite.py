@@ -14,6 +14,7 @@ import errno
 import os
 import platform
 import shutil
+import tempfile
 from stat import S_ISDIR, S_ISLNK, S_ISREG
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite
@@ -143,3 +144,22 @@ def replace_directory(work, dest):
     filewrite.note('rmtree', work)
     filewrite.fsync_directory(parent)
     return backup
+
+
+def restore_directory(backup, dest):
+    """Put ``backup`` (replace_directory's hard links of the old ``dest``) back in ``dest``'s place and keep
+    it: a hard-link copy of the backup swaps names with ``dest`` in one step, then what was in ``dest`` is
+    removed. ``dest`` is never missing, and the backup a result names stays where it said. An OSError
+    leaves ``dest`` as it was (the copy is removed)."""
+    parent = os.path.dirname(os.path.abspath(dest))
+    holder = tempfile.mkdtemp(prefix='.%s.restore-' % os.path.basename(dest), dir=parent)
+    try:
+        copy = os.path.join(holder, 'copy')
+        link_tree(backup, copy)
+        exchange(copy, dest)
+        filewrite.fsync_directory(parent)
+    finally:
+        # After the swap ``copy`` holds the directory that was put back out of the way.
+        shutil.rmtree(holder, ignore_errors=True)
+        filewrite.note('rmtree', holder)
+        filewrite.fsync_directory(parent)

@@ -186,7 +186,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import filewrite, fix_protocol, hostio
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol, hostio, treewrite
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters as vllm_adapters
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import fold
@@ -261,9 +261,10 @@ class LoraFold(fix_protocol.Fix):
             if backup is None:
                 shutil.rmtree(self.dest)
             else:
-                # The backup is hard links of the old dest; swapping it back keeps dest present throughout.
-                filewrite.replace_directory(backup, self.dest)
-        except (OSError, filewrite.ReplaceFailed) as exc:
+                # Swapped back from hard links of the backup: dest is present throughout, and the backup the
+                # result names stays.
+                treewrite.restore_directory(backup, self.dest)
+        except OSError as exc:
             return ['%s (%s)' % (self.dest, getattr(exc, 'strerror', None) or exc)]
         return []
 

@@ -149,6 +149,32 @@ def test_destination_files_that_are_named_pipes_are_never_waited_on(tmp_path, na
     assert adapters.load(str(dest)).config.rank_pattern   # the folded adapter, readable
 
 
+@pytest.mark.parametrize('existing', [True, False])
+def test_a_fold_that_does_not_read_back_is_rolled_back(tmp_path, monkeypatch, existing):
+    """The roll back itself, in process: a real fold swapped in, then verify made to fail (what a real host
+    would need another writer racing the module for). An existing destination comes back as it was, with
+    the backup the failure names still there; a new one is removed; no working directory is left."""
+    from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
+    from ansible_collections.homelab.postmortem.plugins.modules import vllm_lora_fold
+    src, dest = source(tmp_path), tmp_path / 'dest'
+    if existing:
+        dest.mkdir()
+        (dest / 'adapter_config.json').write_text('{"the": "old one"}')
+    src_before = snapshot(src)
+    monkeypatch.setattr(vllm_lora_fold.LoraFold, 'verify', lambda self, plan: ['forced: not the fold'])
+    with pytest.raises(fix_protocol.FixFailed) as failed:
+        fix_protocol.drive(vllm_lora_fold.LoraFold(src, str(dest)), False, None)
+    assert failed.value.rolled_back is True and 'everything was put back as it was' in str(failed.value)
+    left = [n for n in os.listdir(str(tmp_path)) if n not in ('src', 'dest')]
+    if existing:
+        assert (dest / 'adapter_config.json').read_text() == '{"the": "old one"}'
+        assert len(left) == 1 and os.path.isdir(str(tmp_path / left[0]))   # the backup, kept
+        assert (tmp_path / left[0] / 'adapter_config.json').read_text() == '{"the": "old one"}'
+    else:
+        assert not dest.exists() and left == []
+    assert snapshot(src) == src_before
+
+
 def test_a_destination_config_that_is_not_utf8_is_shown_as_such(tmp_path):
     src = source(tmp_path)
     dest = tmp_path / 'dest'
