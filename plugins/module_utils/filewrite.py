@@ -420,8 +420,9 @@ def _remove(paths):
                 pass
 
 
-def write_all(module, writes, backup):
-    """writes: [(path, before or None, after_text)]. Returns the backup paths.
+def write_all(module, writes, backup, result=None):
+    """writes: [(path, before or None, after_text)]. Returns the backup paths. ``result``: the fields the
+    module's failure carries besides its own (fix_protocol's keys every fix module returns).
 
     All or nothing: every new text is staged and fsynced and every existing file is backed up
     durably first; only then are the files replaced, one at a time, each made durable before the
@@ -474,5 +475,6 @@ def write_all(module, writes, backup):
         outcome = 'nothing was changed'
     if backups and not not_restored:
         outcome += '; backups: %s' % ', '.join(backups)
-    module.fail_json(msg='could not %s (%s)' % (reason, outcome), backups=backups, restored=restored,
-                     not_restored=not_restored)
+    # rolled_back: files had been replaced and every one is back as it was (nothing replaced: nothing to roll back).
+    module.fail_json(**dict(result or {}, msg='could not %s (%s)' % (reason, outcome), backups=backups, restored=restored,
+                            not_restored=not_restored, rolled_back=bool(restored) and not not_restored))

@@ -168,7 +168,7 @@ def run(module, fix):
     result = blank_result()
 
     def write(writes, backup):
-        return filewrite.write_all(module, writes, backup)
+        return filewrite.write_all(module, writes, backup, result=blank_result())
 
     try:
         plan, outcome = drive(fix, module.check_mode, write)

@@ -167,8 +167,9 @@ rolled_back:
   description:
     - When a file did not read back as planned, whether every file of the run was put back, written again with the
       text it had before or removed when the run created it. RV(msg) names any file that could not be put back.
-    - False on every other failure. A plan that cannot be proved changes no file, and a write that fails part way
-      puts back the files it had replaced itself and says so in RV(msg).
+    - When a write fails part way, the files it had already replaced are put back; true when there were any and every
+      one is back, and RV(msg) names them.
+    - False on every other failure. A plan that cannot be proved changes no file.
   returned: always
   type: bool
   version_added: 0.2.0

@@ -211,9 +211,10 @@ rolled_back:
     - When a file did not read back as planned, whether every file of the run was put back. C(config.txt), its
       includes and the trial files are written again with the text they had, trial files the run removed are
       written back, and trial files it created are removed. Nothing takes effect before a reboot either way.
+    - When a write fails part way, the files it had already replaced are put back; true when there were any and every
+      one is back, and RV(msg) names them.
     - False on every other failure. A line that cannot be replaced, a promotion with RV(problems) or another
-      updater's C(tryboot.txt) fails before any file is touched, and a write that fails part way puts back the
-      files it had replaced itself and says so in RV(msg).
+      updater's C(tryboot.txt) fails before any file is touched.
   returned: always
   type: bool
   version_added: 0.2.0
