@@ -22,6 +22,9 @@
    json.dumps of the same data (the floor), and against json.dump of it to a file (which
    Python runs through its pure-Python encoder: the issue's "json.dump" floor).
 BENCH_LOCAL=0, BENCH_PODMAN=0, BENCH_FLEET=0, BENCH_DECLARED=0 and BENCH_REPORT=0 skip a section.
+BENCH_BASELINE=REV (a git revision, e.g. `make bench BENCH_BASELINE=v0.2.0`) adds that revision's
+audit_facts as a third side to sections 2 and 3 (and to the one-module costs), alternated with the
+others in the same rounds: a change's before and after, side by side in one run.
 Nothing here is a pass/fail test.
 """
 import json
@@ -42,6 +45,7 @@ sys.path.insert(0, COLLECTIONS)
 from ansible_collections.homelab.postmortem.plugins.module_utils.registry import DETECTIONS  # noqa: E402
 
 HOSTS = int(os.environ.get('BENCH_HOSTS', '6'))
+BASELINE = os.environ.get('BENCH_BASELINE') or None
 ROUNDS = int(os.environ.get('BENCH_ROUNDS', '5'))
 
 
@@ -49,21 +53,26 @@ def playbook(tasks):
     return [{'name': 'bench', 'hosts': 'all', 'gather_facts': False, 'tasks': tasks}]
 
 
-def alternated_costs(playbooks, inventory, env, args=(), side_args=None):
+def alternated_costs(playbooks, inventory, env, args=(), side_args=None, side_env=None):
     """({name: median wall time}, {name: median CPU time}) of ansible-playbook over each of
     ``playbooks`` ({name: path}), run alternately ROUNDS times, so that drift in machine load hits
     every side alike. CPU time is user + system of ansible-playbook and everything it started (the
     controller's workers and, for local hosts, the modules and the commands they ran): what the run
     cost the machines, which other tenants' load changes less than the wall time. ``side_args``:
-    {name: [more ansible-playbook arguments for that side only]}."""
+    {name: [more ansible-playbook arguments for that side only]}; ``side_env``: {name: environment
+    variables for that side only} (the baseline's collections path)."""
     times = dict((name, []) for name in playbooks)
     cpu = dict((name, []) for name in playbooks)
-    for _round in range(ROUNDS):
-        for name, path in playbooks.items():
+    names = list(playbooks)
+    for number in range(ROUNDS):
+        # Each round starts with the next side, so that no side always runs first in a round.
+        for name in names[number % len(names):] + names[:number % len(names)]:
+            path = playbooks[name]
             before = resource.getrusage(resource.RUSAGE_CHILDREN)
             started = time.monotonic()
             subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), '-i', inventory] + list(args)
-                           + list((side_args or {}).get(name, ())) + [path], env=env, check=True, capture_output=True)
+                           + list((side_args or {}).get(name, ())) + [path], env=dict(env, **(side_env or {}).get(name, {})),
+                           check=True, capture_output=True)
             times[name].append(time.monotonic() - started)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             cpu[name].append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
@@ -71,9 +80,45 @@ def alternated_costs(playbooks, inventory, env, args=(), side_args=None):
             dict((name, statistics.median(values)) for name, values in cpu.items()))
 
 
-def alternated_medians(playbooks, inventory, env, args=()):
+def alternated_medians(playbooks, inventory, env, args=(), side_env=None):
     """{name: median wall time}, as alternated_costs measures it."""
-    return alternated_costs(playbooks, inventory, env, args)[0]
+    return alternated_costs(playbooks, inventory, env, args, side_env=side_env)[0]
+
+
+def install_baseline(work):
+    """BENCH_BASELINE's collection, built from that revision's files (git archive) and installed into
+    a directory of the bench's own: {'ANSIBLE_COLLECTIONS_PATH': it}, or None without a baseline."""
+    if not BASELINE:
+        return None
+    source = os.path.join(work, 'baseline-src')
+    os.makedirs(source)
+    archive = subprocess.run(['git', '-C', REPO, 'archive', '--format=tar', BASELINE], check=True, capture_output=True).stdout
+    subprocess.run(['tar', '-x', '-C', source], input=archive, check=True)
+    dist, path = os.path.join(work, 'baseline-dist'), os.path.join(work, 'baseline-collections')
+    galaxy = os.path.join(VENV_BIN, 'ansible-galaxy')
+    subprocess.run([galaxy, 'collection', 'build', source, '--output-path', dist], check=True, capture_output=True)
+    tarball = os.path.join(dist, os.listdir(dist)[0])
+    subprocess.run([galaxy, 'collection', 'install', tarball, '-p', path, '--no-deps'], check=True, capture_output=True,
+                   env=dict(os.environ, ANSIBLE_COLLECTIONS_PATH=path))
+    print('baseline: %s (%s), beside this checkout\'s build/collections' % (BASELINE, subprocess.run(
+        ['git', '-C', REPO, 'rev-parse', '--short', BASELINE], check=True, capture_output=True, text=True).stdout.strip()))
+    return {'ANSIBLE_COLLECTIONS_PATH': path}
+
+
+def baseline_sides(paths, baseline):
+    """The playbooks ({name: path}) with a 'baseline' side (the audit's playbook, run with the baseline's
+    collections), and that side's environment for alternated_costs."""
+    if not baseline:
+        return paths, None
+    return dict(paths, baseline=paths['audit']), {'baseline': baseline}
+
+
+def baseline_ratio(medians, cpu=None):
+    """The baseline's audit / setup beside this checkout's, or nothing without a baseline."""
+    if 'baseline' not in medians:
+        return ''
+    text = '; baseline %s %4.2fx wall' % (BASELINE, medians['baseline'] / medians['setup'])
+    return text + (', %4.2fx CPU' % (cpu['baseline'] / cpu['setup']) if cpu else '')
 
 
 def main():
@@ -93,10 +138,11 @@ def main():
                ANSIBLE_FORKS=str(HOSTS), ANSIBLE_NOCOLOR='1')
     if os.environ.get('BENCH_LOCAL', '1') == '1':
         local_bench(work, plays, env)
+    baseline = install_baseline(work)
     if os.environ.get('BENCH_PODMAN', '1') == '1':
-        podman_host_bench(work, env)
+        podman_host_bench(work, env, baseline)
     if os.environ.get('BENCH_FLEET', '1') == '1':
-        fleet_bench(work, env)
+        fleet_bench(work, env, baseline)
     if os.environ.get('BENCH_DECLARED', '1') == '1':
         declared_bench(work, env)
     if os.environ.get('BENCH_REPORT', '1') == '1':
@@ -175,7 +221,7 @@ BUILD = os.path.join(REPO, 'build')
 PODMAN_CHECKS = ('podman_restart_userns', 'podman_export_idmap')
 
 
-def podman_host_bench(work, env):
+def podman_host_bench(work, env, baseline=None):
     """The audit against setup on a podman host (podman installed, as root): without containers,
     where the podman detections run podman ps and nothing else, and with four containers, where they
     also inspect them and read podman's facts. The store is the bench's own (vfs, its own graph,
@@ -224,13 +270,15 @@ def podman_host_bench(work, env):
                     else:
                         run('run', '--detach', '--name', name, '--network', 'none', '--restart', 'always',
                             'localhost/postmortem-bench:1', 'sleep', '100000')
-            medians, cpu = alternated_costs(dict((name, os.path.join(work, 'podman-%s.json' % name)) for name in plays),
-                                            inventory, penv)
+            sides, side_env = baseline_sides(dict((name, os.path.join(work, 'podman-%s.json' % name)) for name in plays),
+                                             baseline)
+            medians, cpu = alternated_costs(sides, inventory, penv, side_env=side_env)
             spent = podman_detection_ms(penv)
             print('  %-14s audit_facts %5.2f s, setup %5.2f s, ping %5.2f s; ratio audit / setup %4.2fx wall, %4.2fx CPU '
-                  '(ping %4.2fx, %4.2fx); podman detections %s'
+                  '(ping %4.2fx, %4.2fx)%s; podman detections %s'
                   % (label + ':', medians['audit'], medians['setup'], medians['ping'], medians['audit'] / medians['setup'],
-                     cpu['audit'] / cpu['setup'], medians['ping'] / medians['setup'], cpu['ping'] / cpu['setup'], spent))
+                     cpu['audit'] / cpu['setup'], medians['ping'] / medians['setup'], cpu['ping'] / cpu['setup'],
+                     baseline_ratio(medians, cpu), spent))
     finally:
         subprocess.run([podman, 'rm', '--all', '--force', '--time', '0'], env=penv, capture_output=True, check=False)
         subprocess.run([podman, 'rmi', '--all', '--force'], env=penv, capture_output=True, check=False)
@@ -263,7 +311,7 @@ def podman_detection_ms(env):
 FLEET_SIZES = (4, 8, 12)
 
 
-def fleet_bench(work, env):
+def fleet_bench(work, env, baseline=None):
     """The audit against setup over real SSH on the test fleet, at 4, 8 and 12 hosts that can be
     audited; then with pipelining on; then where a host's time goes (one module run by itself)."""
     sys.path.insert(0, os.path.join(REPO, 'tests', 'e2e'))
@@ -285,13 +333,14 @@ def fleet_bench(work, env):
             path = os.path.join(work, 'fleet-%d.json' % count)
             with open(path, 'w') as handle:
                 json.dump(subset, handle)
-            medians = alternated_medians(dict((name, os.path.join(work, 'fleet-%s.json' % name)) for name in plays), path,
+            sides, side_env = baseline_sides(dict((name, os.path.join(work, 'fleet-%s.json' % name)) for name in plays), baseline)
+            medians = alternated_medians(sides, path,
                                          dict(env, ANSIBLE_PIPELINING='1' if pipelining else '0'),
-                                         args=['-f', str(count)])
+                                         args=['-f', str(count)], side_env=side_env)
             audit, setup = medians['audit'], medians['setup']
-            print('  %2d hosts%s: audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx (1 module execution per host)'
-                  % (count, ', pipelining' if pipelining else '', audit, setup, audit / setup))
-        module_cost(inventory, env)
+            print('  %2d hosts%s: audit_facts %5.2f s, setup %5.2f s, ratio audit / setup %4.2fx%s (1 module execution per host)'
+                  % (count, ', pipelining' if pipelining else '', audit, setup, audit / setup, baseline_ratio(medians)))
+        module_cost(inventory, env, baseline)
     finally:
         ssh_fleet.down(size)
 
@@ -310,28 +359,31 @@ for name in sys.argv[1::2]:
 """
 
 
-def module_cost(inventory, env):
+def module_cost(inventory, env, baseline=None):
     """One host's share: each module's AnsiballZ file, as Ansible sent it, run on a fleet host by
     itself (8 rounds alternated): CPU and wall time. ping is the floor every module pays (Python,
     the wrapper, ansible.module_utils.basic)."""
     host = 'fleet-05'
-    modules = (('ping', 'ansible.builtin.ping'), ('audit_facts', 'homelab.postmortem.audit_facts'),
-               ('setup', 'ansible.builtin.setup'))
+    modules = [('ping', 'ping', 'ansible.builtin.ping', {}), ('audit_facts', 'audit_facts', 'homelab.postmortem.audit_facts', {}),
+               ('setup', 'setup', 'ansible.builtin.setup', {})]
+    if baseline:
+        modules.append(('baseline', 'audit_facts', 'homelab.postmortem.audit_facts', baseline))
     with open(os.path.join(tempfile.mkdtemp(prefix='postmortem-bench-'), 'inventory.json'), 'w') as handle:
         json.dump({'all': {'hosts': {host: inventory['all']['hosts'][host]}, 'vars': inventory['all']['vars']}}, handle)
     paths = []
-    for short, fqcn in modules:
+    for label, short, fqcn, side_env in modules:
         subprocess.run(['podman', 'exec', host, 'rm', '-rf', '/root/.ansible/tmp'], check=False, capture_output=True)
         subprocess.run([os.path.join(VENV_BIN, 'ansible'), '-i', handle.name, host, '-m', fqcn],
-                       env=dict(env, ANSIBLE_KEEP_REMOTE_FILES='1', ANSIBLE_PIPELINING='0'), check=False, capture_output=True)
+                       env=dict(env, ANSIBLE_KEEP_REMOTE_FILES='1', ANSIBLE_PIPELINING='0', **side_env), check=False,
+                       capture_output=True)
         found = subprocess.run(['podman', 'exec', host, 'sh', '-c', 'ls /root/.ansible/tmp/*/AnsiballZ_%s.py' % short],
                                capture_output=True, text=True, check=False).stdout.split()
         if not found:
             print('  module cost: the AnsiballZ file of %s was not kept; skipped' % fqcn)
             return
-        kept = '/tmp/AnsiballZ_%s.py' % short
+        kept = '/tmp/AnsiballZ_%s.py' % label
         subprocess.run(['podman', 'exec', host, 'cp', found[0], kept], check=True)
-        paths += [short, kept]
+        paths += [label, kept]
     measured = subprocess.run(['podman', 'exec', '-i', host, 'python3', '-', ] + paths, input=MODULE_COST,
                               capture_output=True, text=True, check=False).stdout.split('\n')
     print('one module on one fleet host, run by itself (median of 8): CPU and wall time')
