@@ -152,7 +152,8 @@ verified:
 rolled_back:
   description:
     - When O(dest) did not read back with that checksum, whether O(dest) was put back. The replaced archive is copied
-      back from its backup or, without a backup (a new O(dest), or O(backup=false)), the archive written is removed.
+      back from its backup or, when O(dest) was new, the archive written is removed. With O(force) and O(backup=false)
+      the archive written is removed too, but the one it replaced cannot be put back: false, and RV(msg) says so.
     - False on every other failure. A failed podman command or owner check never touches O(dest); the temporary
       container, image and file are removed either way.
   returned: always
@@ -195,7 +196,7 @@ class SafeExportFix(fix_protocol.Fix):
             return fix_protocol.Plan(result=dict(dest=self.job.dest, steps=[]), msg=unchanged)
         return fix_protocol.Plan(changed=True, result=dict(dest=self.job.dest, steps=self.job.planned_steps()),
                                  msg='would export %s through a commit' % self.container,
-                                 warnings=self.job.warnings)
+                                 warnings=self.job.warnings, replaces=os.path.lexists(self.job.dest))
 
     def found(self):
         return {'dest': self.job.dest, 'steps': self.job.steps}
@@ -225,6 +226,9 @@ class SafeExportFix(fix_protocol.Fix):
                 os.unlink(dest)
         except (IOError, OSError) as exc:
             return ['%s (%s)' % (dest, exc.strerror or exc)]
+        if not backup and plan.details.get('replaces'):
+            # The archive written is removed as it does not read back, but nothing can bring back the one it replaced.
+            return ['%s (the archive it replaced had no backup, backup is off; the one written was removed)' % dest]
         return []
 
 

@@ -104,6 +104,29 @@ def test_podman_safe_export_checks_exports_verifies_and_then_leaves_the_archive(
     assert not again['changed'] and 'exists; set force: true' in again['msg']
 
 
+@pytest.mark.parametrize('backup', [True, False])
+def test_podman_safe_export_that_does_not_read_back_says_what_it_put_back(tmp_path, monkeypatch, backup):
+    """An archive that does not read back with its checksum (forced here: on a host, a disk or another writer)
+    over an existing one: with a backup the old archive is back and rolled_back is true; without one
+    (backup=false) nothing can bring it back, and rolled_back is false with the reason."""
+    from ansible_collections.homelab.postmortem.plugins.modules import podman_safe_export
+    from ..module_utils.podman.test_safe_export import PODMAN as SAFE_PODMAN, FakePodman
+    fake = FakePodman()
+    monkeypatch.setattr(podman_safe_export, 'AuditContext',
+                        lambda **_kw: AuditContext(runner=fake, which={'podman': SAFE_PODMAN}.get))
+    monkeypatch.setattr(podman_safe_export.SafeExportFix, 'verify', lambda self, plan: ['forced: a checksum mismatch'])
+    dest = tmp_path / 'web.tar'
+    dest.write_bytes(b'the old archive')
+    result = run_module('podman_safe_export', {'container': 'web', 'dest': str(dest), 'force': True, 'backup': backup})
+    assert result['failed'] and not result['verified']
+    if backup:
+        assert result['rolled_back'] is True and dest.read_bytes() == b'the old archive'
+        assert 'everything was put back as it was' in result['msg']
+    else:
+        assert result['rolled_back'] is False and not dest.exists()
+        assert 'could NOT be put back' in result['msg'] and 'had no backup' in result['msg']
+
+
 def test_podman_safe_export_with_wrong_owners_writes_nothing(tmp_path, monkeypatch):
     from ansible_collections.homelab.postmortem.plugins.modules import podman_safe_export
     from ..module_utils.podman.test_safe_export import PODMAN as SAFE_PODMAN, FakePodman, GOOD
