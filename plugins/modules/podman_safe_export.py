@@ -153,7 +153,7 @@ rolled_back:
   description:
     - When O(dest) did not read back with that checksum, whether O(dest) was put back. The replaced archive is copied
       back from its backup or, when O(dest) was new, the archive written is removed. With O(force) and O(backup=false)
-      the archive written is removed too, but the one it replaced cannot be put back: false, and RV(msg) says so.
+      the archive written is removed too, but the one it replaced cannot be put back, so it is false and RV(msg) says so.
     - False on every other failure. A failed podman command or owner check never touches O(dest); the temporary
       container, image and file are removed either way.
   returned: always
