@@ -420,9 +420,10 @@ def _remove(paths):
                 pass
 
 
-def write_all(module, writes, backup, result=None):
-    """writes: [(path, before or None, after_text)]. Returns the backup paths. ``result``: the fields the
-    module's failure carries besides its own (fix_protocol's keys every fix module returns).
+def write_all(module, writes, backup, fail=None):
+    """writes: [(path, before or None, after_text)]. Returns the backup paths. ``fail(msg, backups,
+    restored, not_restored)``: called instead of the module's fail_json (fix_protocol raises, so that
+    its result and a roll back in progress go on).
 
     All or nothing: every new text is staged and fsynced and every existing file is backed up
     durably first; only then are the files replaced, one at a time, each made durable before the
@@ -475,6 +476,5 @@ def write_all(module, writes, backup, result=None):
         outcome = 'nothing was changed'
     if backups and not not_restored:
         outcome += '; backups: %s' % ', '.join(backups)
-    # rolled_back: files had been replaced and every one is back as it was (nothing replaced: nothing to roll back).
-    module.fail_json(**dict(result or {}, msg='could not %s (%s)' % (reason, outcome), backups=backups, restored=restored,
-                            not_restored=not_restored, rolled_back=bool(restored) and not not_restored))
+    (fail or module.fail_json)(msg='could not %s (%s)' % (reason, outcome), backups=backups, restored=restored,
+                               not_restored=not_restored)

@@ -94,6 +94,13 @@ def files_as_planned(writes):
     return problems
 
 
+def write_failed(msg, backups, restored, not_restored):
+    """filewrite.write_all's failure as a FixFailed: rolled back when files had been replaced and each is back
+    as it was (nothing replaced: nothing to roll back); changed while one could not be put back."""
+    raise FixFailed(msg, rolled_back=bool(restored) and not not_restored, backups=backups, restored=restored,
+                    not_restored=not_restored, changed=bool(not_restored))
+
+
 def put_back(writes, write):
     """Each file as it was before (written back, or removed when it did not exist); what could not be."""
     left = []
@@ -105,6 +112,8 @@ def put_back(writes, write):
                 write([(path, after, before)], False)
         except (IOError, OSError) as exc:
             left.append('%s (%s)' % (path, exc.strerror or exc))
+        except FixFailed as exc:
+            left.append('%s (%s)' % (path, exc))
     return left
 
 
@@ -144,13 +153,13 @@ def drive(fix, check_mode, write):
     try:
         outcome['backups'] = fix.apply(plan, write) or []
     except HostInputError as exc:
-        exc.fields = dict(plan.result, **getattr(exc, 'fields', {}))
+        exc.fields = dict(plan.result, diff=plan.diff, **getattr(exc, 'fields', {}))
         raise
     problems = fix.verify(plan)
     if problems:
         left = fix.roll_back(plan, write)
         what_now = ('could NOT be put back: %s' % '; '.join(left)) if left else 'everything was put back as it was'
-        fields = dict(plan.result, problems=problems)
+        fields = dict(plan.result, diff=plan.diff, problems=problems, changed=bool(left))
         raise FixFailed('the change did not hold (%s); %s' % ('; '.join(problems), what_now), rolled_back=not left,
                         **fields)
     fix.finish(plan)
@@ -168,7 +177,7 @@ def run(module, fix):
     result = blank_result()
 
     def write(writes, backup):
-        return filewrite.write_all(module, writes, backup, result=blank_result())
+        return filewrite.write_all(module, writes, backup, fail=write_failed)
 
     try:
         plan, outcome = drive(fix, module.check_mode, write)

@@ -68,8 +68,16 @@ def link_tree(source, dest):
     """A new directory ``dest`` holding ``source``'s files as hard links (copies where the filesystem
     has no links), durable when this returns. The files are never written in place afterwards (a fix
     replaces the directory), so the links keep the old contents."""
-    os.mkdir(dest, os.stat(source).st_mode & 0o7777)
+    info = os.stat(source)
+    os.mkdir(dest, 0o700)
     filewrite.note('mkdir', dest)
+    # The directory as it was, not as the umask and the module's user would make it (a put back restores it).
+    os.chmod(dest, info.st_mode & 0o7777)
+    if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.chown(dest, info.st_uid, info.st_gid)
+        except OSError:
+            pass  # not root: the copy is ours, as any copy we make is
     try:
         for name in sorted(os.listdir(source)):
             src, dst = os.path.join(source, name), os.path.join(dest, name)
@@ -133,17 +141,27 @@ def replace_directory(work, dest):
                             % (dest, backup, exc.strerror or exc, dest))
     try:
         exchange(work, dest)
-        filewrite.fsync_directory(parent)
     except OSError as exc:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(backup, ignore_errors=True)
         raise ReplaceFailed('could not swap the new directory into %s (renameat2 RENAME_EXCHANGE): %s; the new '
                             'copy was removed, %s is unchanged' % (dest, exc.strerror or exc, dest))
+    _sync_after_swap(parent)
     # ``work`` now holds the old directory's names; its files live on in the backup.
     shutil.rmtree(work, ignore_errors=True)
     filewrite.note('rmtree', work)
     filewrite.fsync_directory(parent)
     return backup
+
+
+def _sync_after_swap(parent):
+    """The swapped names made durable. Past the swap, a failure here changes nothing that was done (``dest`` is
+    the directory it was swapped to, the other one still has its files), so it is not a failure of the step:
+    cleaning up as if it were would delete the directory just swapped out."""
+    try:
+        filewrite.fsync_directory(parent)
+    except OSError:
+        pass
 
 
 def restore_directory(backup, dest):
@@ -157,7 +175,7 @@ def restore_directory(backup, dest):
         copy = os.path.join(holder, 'copy')
         link_tree(backup, copy)
         exchange(copy, dest)
-        filewrite.fsync_directory(parent)
+        _sync_after_swap(parent)
     finally:
         # After the swap ``copy`` holds the directory that was put back out of the way.
         shutil.rmtree(holder, ignore_errors=True)

@@ -96,7 +96,8 @@ def index(report):
         if remediation.get('state') in ('failed', 'lost', 'not_run'):  # the hosts a remediation run left alone or broke on
             host['m'] = {'s': remediation['state'], 'r': remediation.get('reason') or '', 't': remediation.get('task')}
         if remediation.get('notes'):  # what a fix role said only in its own task output (remediation.role_notes)
-            host['o'] = [{'r': note['role'], 't': note['note']} for note in remediation['notes']]
+            # The role's short name, as the terminal summary prints it (homelab.postmortem.pi_ir_tx -> pi_ir_tx).
+            host['o'] = [{'r': note['role'].rsplit('.', 1)[-1], 't': note['note']} for note in remediation['notes']]
     checks = [dict(c, fix=_check_fix(c)) for c in report['checks']]
     found = {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': checks,
              'statuses': report['statuses'], 'totals': report['totals'], 'hosts': hosts, 'chunk': CHUNK,

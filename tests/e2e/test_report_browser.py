@@ -165,7 +165,7 @@ def test_a_host_whose_remediation_failed_says_so(browser, tmp_path):
                               remediation={'pi-1': {'state': 'failed', 'task': 'Replace the overlay',
                                                     'reason': 'Read-only file system </p>'},
                                            'pi-2': {'state': 'not_run', 'reason': 'not touched: pi-1 failed',
-                                                    'notes': [{'role': 'pi_ir_tx', 'note': 'reboot pending <b>now</b>'}]}})
+                                                    'notes': [{'role': 'homelab.postmortem.pi_ir_tx', 'note': 'reboot pending <b>now</b>'}]}})
     paths, problems = report_files.write(data, str(tmp_path), ['html'])
     assert not problems
     browser.get('file://%s' % paths['html'])

@@ -352,8 +352,9 @@ class Conversion(fix_protocol.Fix):
             details['switched'] = True
             self._systemctl(['start', self.service], 'systemctl start %s' % self.service)
         except HostInputError as exc:
-            self.roll_back(plan, write)
-            raise ConversionFailed('%s; everything was put back as it was%s' % (exc, self._journal()), rolled_back=True)
+            left = self.roll_back(plan, write)
+            what_now = ('could NOT be put back: %s' % '; '.join(left)) if left else 'everything was put back as it was'
+            raise ConversionFailed('%s; %s%s' % (exc, what_now, self._journal()), rolled_back=not left)
         return backups
 
     def verify(self, plan):
@@ -392,20 +393,23 @@ class Conversion(fix_protocol.Fix):
         raise ConversionFailed('%s did not come up within %d s (%s)' % (self.service, timeout, last))
 
     def roll_back(self, plan, write):
-        details = plan.details
+        details, left = plan.details, []
         self._systemctl(['stop', self.service], 'systemctl stop', check=False)
-        if self.before is None:
-            if os.path.exists(self.unit_path):
-                os.unlink(self.unit_path)
-        else:
-            write([(self.unit_path, None, self.before)], False)
+        try:  # a unit file that cannot be put back is named; the rest of the roll back still runs
+            if self.before is None:
+                if os.path.exists(self.unit_path):
+                    os.unlink(self.unit_path)
+            else:
+                write([(self.unit_path, None, self.before)], False)
+        except (OSError, HostInputError) as exc:
+            left.append('%s (%s)' % (self.unit_path, getattr(exc, 'strerror', None) or exc))
         self._systemctl(['daemon-reload'], 'systemctl daemon-reload', check=False)
         if details['switched']:
             self._podman(['rm', '--force', '--ignore', self.name], 'podman rm of the failed new container', check=False)
             self._podman(['rename', details['aside'], self.name], 'podman rename back', check=False)
             if details['running']:
                 self._podman(['start', self.name], 'podman start', check=False)
-        return []
+        return left
 
     def _journal(self):
         lines, _why = hostio.read_journal(self.ctx.run_command, self.ctx.which('journalctl'), self.service, 8)

@@ -102,8 +102,10 @@ def test_the_fix_modules_are_found():
 
 
 def test_the_keys_come_from_the_protocol():
+    # What a fix module's result is known to carry today: a key the protocol drops is caught here, one it adds
+    # by test_return_documents_the_protocol_keys.
     keys = protocol_keys()
-    assert set(keys) == set(fix_protocol.blank_result()) - ANSIBLE_OWN
+    assert {'diff', 'backups', 'verified', 'rolled_back', 'msg'} <= set(keys)
     assert keys['diff'] == 'list' and keys['verified'] == 'bool' and keys['msg'] == 'str'
 
 

@@ -175,6 +175,24 @@ def test_a_fold_that_does_not_read_back_is_rolled_back(tmp_path, monkeypatch, ex
     assert snapshot(src) == src_before
 
 
+def test_a_directory_put_back_keeps_its_mode_whatever_the_umask(tmp_path):
+    """treewrite.restore_directory: the directories come back with their own modes, not the module's umask's."""
+    old, dest = tmp_path / 'old', tmp_path / 'dest'
+    (old / 'sub').mkdir(parents=True)
+    (old / 'sub' / 'f').write_text('x')
+    os.chmod(str(old / 'sub'), 0o755)
+    os.chmod(str(old), 0o750)
+    dest.mkdir()
+    previous = os.umask(0o077)
+    try:
+        treewrite.restore_directory(str(old), str(dest))
+    finally:
+        os.umask(previous)
+    assert (oct(dest.stat().st_mode & 0o777), oct((dest / 'sub').stat().st_mode & 0o777)) == ('0o750', '0o755')
+    assert (dest / 'sub' / 'f').read_text() == 'x' and (old / 'sub' / 'f').exists()
+    assert sorted(os.listdir(str(tmp_path))) == ['dest', 'old']
+
+
 def test_a_destination_config_that_is_not_utf8_is_shown_as_such(tmp_path):
     src = source(tmp_path)
     dest = tmp_path / 'dest'

@@ -85,7 +85,6 @@ def test_a_refused_replacement_puts_the_earlier_files_back(tmp_path, monkeypatch
     assert msg.startswith('could not replace %s: Read-only file system' % second)
     assert '%s put back as it was; nothing is changed' % first in msg and 'backups: ' in msg
     assert module.failed['restored'] == [str(first)] and leftovers(tmp_path) == []
-    assert module.failed['rolled_back'] is True
 
 
 def test_a_file_that_cannot_be_put_back_is_named_with_its_backup(tmp_path, monkeypatch):
@@ -93,18 +92,23 @@ def test_a_file_that_cannot_be_put_back_is_named_with_its_backup(tmp_path, monke
     assert first.read_text() == 'new a\n'
     assert 'could NOT be put back; the backups are %s' % module.failed['backups'][0] in module.failed['msg']
     assert open(module.failed['backups'][0]).read() == 'old a\n'
-    assert module.failed['rolled_back'] is False
 
 
-def test_a_failure_carries_the_fields_the_caller_gives(tmp_path, monkeypatch):
-    """fix_protocol passes its keys (diff, verified, ...): a failed write returns them too, as its RETURN says."""
-    first, second = files(tmp_path)
+def test_a_failure_goes_to_the_callers_fail_when_given(tmp_path, monkeypatch):
+    """fix_protocol hands its own fail (it raises, so a roll back in progress goes on): write_all calls it with
+    what it did, not the module's fail_json."""
+    first, _second = files(tmp_path)
     monkeypatch.setattr(os, 'rename', lambda src, dst: (_ for _ in ()).throw(OSError(errno.EROFS, 'Read-only file system')))
-    module = Module()
+    module, called = Module(), []
+
+    def fail(**fields):
+        called.append(fields)
+        raise Failed()
     with pytest.raises(Failed):
-        filewrite.write_all(module, [(str(first), 'old a\n', 'new a\n')], True, result={'diff': [], 'verified': False})
-    assert (module.failed['diff'], module.failed['verified'], module.failed['rolled_back']) == ([], False, False)
-    assert module.failed['msg'].startswith('could not replace %s' % first) and first.read_text() == 'old a\n'
+        filewrite.write_all(module, [(str(first), 'old a\n', 'new a\n')], True, fail=fail)
+    assert module.failed is None and len(called) == 1 and called[0]['msg'].startswith('could not replace %s' % first)
+    assert (called[0]['restored'], called[0]['not_restored'], called[0]['backups']) == ([], [], [])
+    assert first.read_text() == 'old a\n'
 
 
 def test_backup_names_sort_by_time_and_never_collide(tmp_path):

@@ -1,6 +1,7 @@
 """The fix protocol (module_utils/fix_protocol.py) on a small file fix: check mode writes nothing and
 shows the exact diff, a change is read back, a change that does not hold is put back, a failure says
 what is left, and a second run changes nothing."""
+import errno
 import os
 
 import pytest
@@ -111,6 +112,50 @@ def test_a_change_that_does_not_hold_is_put_back(tmp_path):
     assert 'everything was put back as it was' in result['msg'] and read(target) == 'old\n'
     failed, result = run(DoesNotHold(created, 'new\n'))
     assert failed and result['rolled_back'] and not created.exists()
+
+
+def refuse_rename_of(monkeypatch, refused, after=0):
+    """os.rename answers EROFS for ``refused`` after ``after`` successful renames to it (a read-only remount)."""
+    rename, seen = os.rename, []
+
+    def renaming(src, dst):
+        if dst == str(refused):
+            seen.append(dst)
+            if len(seen) > after:
+                raise OSError(errno.EROFS, 'Read-only file system')
+        return rename(src, dst)
+    monkeypatch.setattr(os, 'rename', renaming)
+
+
+def test_a_write_that_fails_part_way_returns_the_plan_and_what_was_put_back(tmp_path, monkeypatch):
+    """The second file cannot be replaced: the first is put back, and the failure still carries the fix's own
+    fields and the planned diff, rolled_back true (what had been replaced is back), changed false."""
+    first, second = tmp_path / 'a.conf', tmp_path / 'b.conf'
+    first.write_text('old a\n')
+    second.write_text('old b\n')
+
+    class TwoFiles(fix_protocol.Fix):
+        def plan(self):
+            return fix_protocol.Plan(writes=[(str(first), 'old a\n', 'new a\n'), (str(second), 'old b\n', 'new b\n')],
+                                     result={'units': ['a', 'b']})
+    refuse_rename_of(monkeypatch, second)
+    failed, result = run(TwoFiles())
+    assert failed and result['msg'].startswith('could not replace %s: Read-only file system' % second)
+    assert result['units'] == ['a', 'b'] and [d['before_header'] for d in result['diff']] == [str(first), str(second)]
+    assert result['rolled_back'] is True and result['changed'] is False and result['restored'] == [str(first)]
+    assert (read(first), read(second)) == ('old a\n', 'old b\n')
+
+
+def test_a_put_back_that_cannot_be_written_is_named_and_not_called_rolled_back(tmp_path, monkeypatch):
+    """The change did not hold, and writing the old text back fails too: the failure says the change did not hold
+    (not only that a write failed), names the file left changed, and rolled_back is false."""
+    target = tmp_path / 'app.conf'
+    target.write_text('old\n')
+    refuse_rename_of(monkeypatch, target, after=1)   # the fix's own write lands; the put back does not
+    failed, result = run(DoesNotHold(target, 'new\n'))
+    assert failed and result['rolled_back'] is False and result['changed'] is True and not result['verified']
+    assert 'the change did not hold' in result['msg'] and 'could NOT be put back: %s' % target in result['msg']
+    assert read(target) == 'someone else\n'
 
 
 class Refuses(fix_protocol.Fix):

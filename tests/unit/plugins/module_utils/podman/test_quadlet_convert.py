@@ -11,6 +11,7 @@ and systemd run in tests/e2e/test_quadlet_real.py, test_quadlet_conformance.py a
 podman_quadlet Molecule scenario.
 """
 import copy
+import errno
 import json
 import os
 
@@ -149,7 +150,8 @@ class FakeModule(object):
 
 
 def write(writes, backup):
-    return filewrite.write_all(FakeModule, writes, backup)
+    """As fix_protocol.run binds it: a failed write raises, so a roll back in progress goes on."""
+    return filewrite.write_all(FakeModule, writes, backup, fail=fix_protocol.write_failed)
 
 
 def conversion(tmp_path, host, euid=0, **params):
@@ -247,6 +249,32 @@ def test_a_unit_that_was_there_is_written_back_when_the_service_fails(tmp_path):
     assert (units / 'web.container').read_text() == '[Container]\nImage=localhost/old:1\n'
     backups = [p for p in os.listdir(str(units)) if p.endswith('.bak')]
     assert len(backups) == 1
+
+
+def test_a_unit_that_cannot_be_written_back_is_named_and_the_old_container_still_comes_back(tmp_path, monkeypatch):
+    """The service fails and the old unit file cannot be written back (the filesystem went read-only after the
+    new one landed): the failure names the unit file, rolled_back is false, and the rest of the roll back still
+    gives the old container its name back and starts it."""
+    units = tmp_path / 'units'
+    units.mkdir()
+    unit = units / 'web.container'
+    unit.write_text('[Container]\nImage=localhost/old:1\n')
+    rename, renames = os.rename, []
+
+    def renaming(src, dst):
+        if dst == str(unit):
+            renames.append(dst)
+            if len(renames) > 1:
+                raise OSError(errno.EROFS, 'Read-only file system')
+        return rename(src, dst)
+    monkeypatch.setattr(os, 'rename', renaming)
+    host = FakeHost([recorded('plain', 'web', 'running')], service_comes_up=False)
+    with pytest.raises(quadlet_convert.ConversionFailed) as failed:
+        conversion(tmp_path, host, replace_running=True).run(check_mode=False)
+    assert failed.value.rolled_back is False
+    assert 'could NOT be put back: %s' % unit in str(failed.value) and 'Read-only file system' in str(failed.value)
+    assert 'podman start web' in verbs(host) and host.containers['web']['State']['Status'] == 'running'
+    assert 'Image=localhost/old:1' not in unit.read_text()   # the new unit is what is left, and the message says so
 
 
 def test_a_service_that_never_becomes_active_times_out_with_what_was_seen(tmp_path):
