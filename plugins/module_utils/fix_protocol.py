@@ -153,7 +153,9 @@ def drive(fix, check_mode, write):
     try:
         outcome['backups'] = fix.apply(plan, write) or []
     except HostInputError as exc:
-        exc.fields = dict(plan.result, diff=plan.diff, **getattr(exc, 'fields', {}))
+        fields = dict(plan.result, diff=plan.diff)
+        fields.update(getattr(exc, 'fields', None) or {})
+        exc.fields = fields
         raise
     problems = fix.verify(plan)
     if problems:
