@@ -12,8 +12,6 @@ A listed entry that is no longer over its limit fails too, so the lists only shr
 import ast
 import os
 
-import pytest
-
 from ..helpers.paths import REPO_ROOT
 
 FUNCTION_LIMIT = 60
@@ -90,9 +88,12 @@ def test_no_function_or_module_is_over_its_limit_unless_listed():
     assert unlisted == {}, 'split these, or say why at their top and list them in EXCEPTIONS: %r' % unlisted
 
 
-@pytest.mark.parametrize('entry', sorted(set(EXCEPTIONS) | set(PENDING)))
-def test_a_listed_entry_is_still_over_its_limit(entry):
-    assert entry in _all_over_limits(), '%s is within its limit now: take it off the list' % entry
+def test_a_listed_entry_is_still_over_its_limit():
+    # One test over the lists (not one per entry): with both lists empty, as now, it runs and passes rather than
+    # being collected as an empty parameter set and skipped.
+    measured = _all_over_limits()
+    within = [entry for entry in sorted(set(EXCEPTIONS) | set(PENDING)) if entry not in measured]
+    assert within == [], 'within their limits now: take them off the list: %s' % within
 
 
 def test_every_exception_says_why_at_its_top():
