@@ -221,7 +221,8 @@ rolled_back:
       conversion was undone. The service is stopped, the unit file written back as it was (removed when it was
       new), systemd reloaded, the new container removed and the old one renamed back to O(name) and started again
       when it was running. The results of those commands are not checked; RV(steps) lists each one. An image
-      committed with O(commit) is kept.
+      committed with O(commit) is kept. A unit file that cannot be written back makes it false, and RV(msg) names
+      it; the rest of the roll back still runs.
     - False when the task failed before the unit file was written; nothing but a committed image was changed then.
   returned: always
   type: bool
