@@ -98,7 +98,10 @@ def test_a_failure_goes_to_the_callers_fail_when_given(tmp_path, monkeypatch):
     """fix_protocol hands its own fail (it raises, so a roll back in progress goes on): write_all calls it with
     what it did, not the module's fail_json."""
     first, _second = files(tmp_path)
-    monkeypatch.setattr(os, 'rename', lambda src, dst: (_ for _ in ()).throw(OSError(errno.EROFS, 'Read-only file system')))
+
+    def read_only(*_args):
+        raise OSError(errno.EROFS, 'Read-only file system')
+    monkeypatch.setattr(os, 'rename', read_only)
     module, called = Module(), []
 
     def fail(**fields):
