@@ -32,7 +32,7 @@ description:
     A JSON list typed as text (C(-e 'postmortem_checks=["pi"]')) is refused with the C(-e '{...}') form that
     works; a misspelled check, group or probe name gets the closest known one.
   - The report directory (C(postmortem_report_dir), made absolute from the working directory as
-    C(homelab.postmortem.audit_report) makes it) must be a directory this user can write, or one it can create;
+    M(homelab.postmortem.audit_report) makes it) must be a directory this user can write, or one it can create;
     in the audit, C(postmortem_textfile_dir), when set, must be an existing directory this user can write. A
     read-only filesystem, a file in the way or a missing permission stops the run with the path and the reason.
     In check mode nothing is created (mode bits and mount flags are read); otherwise a test file is also

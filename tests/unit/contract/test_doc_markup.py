@@ -181,3 +181,24 @@ def test_no_reference_to_another_collections_plugin(path):
 ])
 def test_the_foreign_reference_check(sample, found):
     assert bool(FOREIGN_REFERENCE.search(sample)) == found
+
+
+# This collection's own modules and lookups, named in C() where M() / P() would link them.
+OWN_PLUGINS = set(COLLECTION + name for name in MODULES + LOOKUPS)
+
+
+def own_plugins_in_code_markup(text):
+    return sorted(set('C(%s)' % body for _kind, body in CLASSIC.findall(text) if body in OWN_PLUGINS))
+
+
+@pytest.mark.parametrize('path', list(_documentation_files()))
+def test_this_collections_plugins_are_named_with_m_or_p(path):
+    with open(os.path.join(REPO_ROOT, path), encoding='utf-8') as handle:
+        found = own_plugins_in_code_markup(handle.read())
+    assert not found, '%s: %s (a module of this collection is M(...), a lookup P(...#lookup))' % (path, found)
+
+
+def test_the_own_plugin_check():
+    assert own_plugins_in_code_markup('see C(homelab.postmortem.audit_report) and C(homelab.postmortem.audit)') == [
+        'C(homelab.postmortem.audit_report)']   # the second is a playbook
+    assert own_plugins_in_code_markup('M(homelab.postmortem.audit_report), C(ansible.builtin.reboot)') == []
