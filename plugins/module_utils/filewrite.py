@@ -36,6 +36,8 @@ import os
 import time
 from stat import S_ISREG
 
+from ansible_collections.homelab.postmortem.plugins.module_utils import hostio
+
 BACKUP_SUFFIX = '.bak'
 # What a filesystem without owners or permission bits answers to chown/chmod/utime.
 UNSUPPORTED = frozenset(e for e in (getattr(errno, 'ENOSYS', None), getattr(errno, 'ENOTSUP', None),
@@ -77,23 +79,7 @@ def backup_path(path, now=None):
 
 def filesystem_type(path):
     """The type of the filesystem ``path`` is on, from /proc/self/mountinfo; None when unknown."""
-    try:
-        with open('/proc/self/mountinfo', 'rb') as handle:
-            lines = handle.read(4 * 1024 * 1024).decode('utf-8', 'replace').splitlines()
-    except (IOError, OSError):
-        return None
-    target = os.path.realpath(path)
-    best, best_type = '', None
-    for line in lines:
-        fields = line.split(' ')
-        if ' - ' not in line or len(fields) < 5:
-            continue
-        mount_point = fields[4].replace('\\040', ' ').replace('\\011', '\t').replace('\\012', '\n').replace('\\134', '\\')
-        after = line.split(' - ', 1)[1].split(' ')
-        inside = target == mount_point or target.startswith(mount_point.rstrip('/') + '/')
-        if inside and len(mount_point) >= len(best):
-            best, best_type = mount_point, after[0]
-    return best_type
+    return hostio.mount_entry(path)[1]
 
 
 def _keeps_owners(path):

@@ -9,7 +9,9 @@ module, so that no module holds a workflow of its own:
 1. ``plan()`` reads the host and returns a :class:`Plan`: the files to write or remove, the diff of
    anything else it changes, and the module's own result fields. Nothing is changed; a problem is a
    :class:`FixFailed` (or any HostInputError) and the module fails saying nothing was changed.
-2. Check mode, or a plan that changes nothing, ends here: the result carries the exact diff.
+2. A plan that changes nothing ends here. A planned file on a read-only mount (statvfs's ST_RDONLY) ends
+   a run here too, changing nothing, and in check mode adds that to the message and a warning. Check mode
+   ends here: the result carries the exact diff.
 3. ``apply(plan, write)`` makes the change. ``write(writes, backup)`` is filewrite.write_all bound
    to the module (all files or none, backed up first, crash-safe); component code gets it as a
    plain callable and never sees the AnsibleModule.
@@ -49,10 +51,13 @@ class Plan(object):
     changes that are not files (the file writes' diff is added); ``changed``: whether anything
     changes (default: whether there is a write or a diff); ``result``: the module's own fields;
     ``msg``: what the plan found; ``warnings``: for the module to show; ``backup``: whether the
-    files written are backed up first; ``details``: anything apply, verify and roll_back need.
+    files written are backed up first; ``targets``: paths apply creates or replaces in steps of its own
+    (an archive, a directory, a unit file written between other steps), asked with ``writes`` whether
+    their mount is read-only; ``details``: anything apply, verify and roll_back need.
     """
 
-    def __init__(self, writes=(), diff=(), changed=None, result=None, msg='', warnings=(), backup=True, **details):
+    def __init__(self, writes=(), diff=(), changed=None, result=None, msg='', warnings=(), backup=True, targets=(),
+                 **details):
         self.writes = [(path, before, after) for path, before, after in writes if before != after]
         self.diff = [file_diff(path, before, after) for path, before, after in self.writes] + list(diff)
         self.changed = bool(self.writes or diff) if changed is None else bool(changed)
@@ -60,7 +65,10 @@ class Plan(object):
         self.msg = msg
         self.warnings = list(warnings)
         self.backup = backup
+        self.targets = list(targets)
         self.details = details
+        # Why the planned files cannot be written (a read-only mount), once the protocol has asked.
+        self.cannot_write = ''
 
 
 def file_diff(path, before, after):
@@ -92,6 +100,23 @@ def files_as_planned(writes):
             problems.append('%s is %s' % (path, 'still there' if after is None else
                                           'missing' if now is None else 'not the planned text'))
     return problems
+
+
+def read_only_mounts(paths):
+    """{mount point: [planned paths on it]} for the planned paths whose mount is read-only."""
+    found = {}
+    for path in paths:
+        mount = hostio.read_only_mount(path)
+        if mount:
+            found.setdefault(mount, []).append(path)
+    return found
+
+
+def cannot_write(fix, blocked):
+    """Why the planned files cannot be written, with what the fix knows of such a mount."""
+    where = '; '.join('%s (%s)' % (mount, ', '.join(paths)) for mount, paths in sorted(blocked.items()))
+    hints = [fix.read_only_hint(mount) for mount in sorted(blocked)]
+    return 'mounted read-only: %s%s' % (where, ''.join('. ' + hint for hint in hints if hint))
 
 
 def write_failed(msg, backups, restored, not_restored):
@@ -142,13 +167,27 @@ class Fix(object):
         """Result fields that say what was found and done before a failure, when plan() raised."""
         return {}
 
+    def read_only_hint(self, mount):
+        """What to do about a read-only ``mount`` the planned files are on, in this fix's words; '' for nothing."""
+        return ''
+
 
 def drive(fix, check_mode, write):
     """The protocol without Ansible: (plan, {backups, verified}). A failure is raised (HostInputError,
     FixFailed when the change did not hold); after the plan its ``fields`` carry the plan's result."""
     plan = fix.plan()
     outcome = {'backups': [], 'verified': False}
-    if not plan.changed or check_mode:
+    if not plan.changed:
+        return plan, outcome
+    # Asked before anything changes, so that check mode says the run would fail and the run changes nothing
+    # (a fix that also renames containers or re-creates models would otherwise stop half way).
+    blocked = read_only_mounts([path for path, _before, _after in plan.writes] + plan.targets)
+    if blocked:
+        plan.cannot_write = cannot_write(fix, blocked)
+        if not check_mode:
+            raise FixFailed('%s; nothing was changed' % plan.cannot_write, **dict(plan.result, diff=plan.diff))
+        plan.warnings.append('the change cannot be written now: %s' % plan.cannot_write)
+    if check_mode:
         return plan, outcome
     try:
         outcome['backups'] = fix.apply(plan, write) or []
@@ -201,5 +240,7 @@ def run(module, fix):
         message = 'check mode: the diff is what would change; nothing was changed'
     else:
         message = 'changed, and read back as planned'
+    if plan.cannot_write:
+        message += '; it cannot be written now: %s' % plan.cannot_write
     result.update(changed=plan.changed, diff=plan.diff, msg=message)
     return module.exit_json(**result)

@@ -167,6 +167,55 @@ def read_optional_text(path, limit=MAX_PROC_BYTES):
         raise
 
 
+def read_only_mount(path):
+    """The mount point ``path`` would be written on when that mount is read-only, else None.
+
+    ``path`` need not exist: its nearest existing directory decides. statvfs reports the mount's own
+    flags (ST_RDONLY), so a read-only bind mount of a writable filesystem counts, and root is refused
+    there like anyone else. None too when nothing can be asked (the write then says what failed).
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(directory) and directory != os.path.dirname(directory):
+        directory = os.path.dirname(directory)
+    try:
+        if not os.statvfs(directory).f_flag & os.ST_RDONLY:
+            return None
+    except (IOError, OSError):
+        return None
+    point, _type = mount_entry(directory)
+    if point is None:
+        point = directory
+        while not os.path.ismount(point):
+            point = os.path.dirname(point)
+    return point
+
+
+def _unescape_mount_field(field):
+    return field.replace('\\040', ' ').replace('\\011', '\t').replace('\\012', '\n').replace('\\134', '\\')
+
+
+def mount_entry(path):
+    """(mount point, filesystem type) of the mount ``path`` is on, from /proc/self/mountinfo: the longest mount
+    point that holds it, so a bind mount of the same filesystem counts (os.path.ismount cannot see one).
+    (None, None) when mountinfo cannot be read."""
+    try:
+        with open('/proc/self/mountinfo', 'rb') as handle:
+            lines = handle.read(4 * 1024 * 1024).decode('utf-8', 'replace').splitlines()
+    except (IOError, OSError):
+        return None, None
+    target = os.path.realpath(path)
+    best, best_type = None, None
+    for line in lines:
+        fields = line.split(' ')
+        if ' - ' not in line or len(fields) < 5:
+            continue
+        point = _unescape_mount_field(fields[4])
+        inside = target == point or target.startswith(point.rstrip('/') + '/')
+        if inside and len(point) >= len(best or ''):
+            best, best_type = point, line.split(' - ', 1)[1].split(' ')[0]
+    return best, best_type
+
+
 # ASCII digits only (\d would take fullwidth and Arabic-Indic digits), at most 9 per part and
 # 8 parts, and the number may not run on: neither a part into more digits ("99...9", "1.2222...")
 # nor the parts into a ninth (".9"). Such a text does not parse (None, unknown), so it can never

@@ -180,6 +180,9 @@ msg:
       C(check mode: the diff is what would change; nothing was changed)."
     - On a failure, what could not be read or proved and that no file was changed, or what did not read back and
       what was put back.
+    - "When a unit or drop-in to write is on a read-only mount, check mode adds
+      C(; it cannot be written now: mounted read-only: <mount> (<files>)), and a run fails with that text and
+      C(; nothing was changed) before any file is written."
   returned: always
   type: str
   sample: changed, and read back as planned

@@ -224,6 +224,9 @@ msg:
       C(nothing to change) (no line to replace, and always with O(step=verify)), or in check mode
       C(check mode: the diff is what would change; nothing was changed)."
     - On a failure, the line or file and the reason, or why the trial boot cannot be promoted.
+    - "When C(config.txt), an include or a trial file is on a read-only mount (a write-protected boot partition),
+      check mode adds C(; it cannot be written now: mounted read-only: <mount> (<files>)) and what to do, and a run
+      fails with that text and C(; nothing was changed) before any file is touched."
   returned: always
   type: str
   sample: changed, and read back as planned
@@ -282,6 +285,10 @@ def _removals(paths):
     return removals
 
 
+# Where Raspberry Pi OS mounts the boot partition (Bookworm and later; before).
+BOOT_MOUNTS = ('/boot/firmware', '/boot')
+
+
 class PiIrTxFix(fix_protocol.Fix):
     """One step of the fix (write, verify, promote, discard) as a plan of files to write and remove; the
     protocol writes them (config.txt and its includes backed up), reads them back and puts them back."""
@@ -296,6 +303,16 @@ class PiIrTxFix(fix_protocol.Fix):
         self.device_tree = device_tree
         self.backup = backup
         self.live = ctx.root == '/'
+
+    def read_only_hint(self, mount):
+        hint = 'remount it read-write for this run (mount -o remount,rw %s) and run again' % mount
+        if self.live and mount in BOOT_MOUNTS:
+            # raspi-config (RPi-Distro/raspi-config 9c55e7b, raspi-config l.3080-3094): enable_bootro adds ",ro"
+            # to the boot partition's /etc/fstab line, disable_bootro removes it and refuses while the overlay is on.
+            hint += ("; Raspberry Pi OS write-protects it when raspi-config's boot partition protection is on "
+                     "(',ro' in /etc/fstab: raspi-config nonint disable_bootro and a reboot turn it off, "
+                     "refused while its overlay file system is on)")
+        return hint
 
     def plan(self):
         ctx = self.ctx

@@ -234,6 +234,9 @@ msg:
       (RV(skipped_reason) says why), C(changed, and read back as planned) once the service runs, and in check mode
       C(check mode: the diff is what would change; nothing was changed)."
     - On a failure, the reason and, when the service did not come up, its last journal lines.
+    - "When RV(unit_path) is on a read-only mount, check mode adds
+      C(; it cannot be written now: mounted read-only: <mount> (<unit_path>)), and a run fails with that text and
+      C(; nothing was changed) before the container is committed, stopped or renamed."
   returned: always
   type: str
   sample: web is already run by web.service (/etc/containers/systemd/web.container)

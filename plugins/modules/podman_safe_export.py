@@ -164,6 +164,8 @@ msg:
     - C(exported <container> to <dest> through a commit); in check mode C(would export <container> through a commit);
       when O(dest) exists and O(force) is off, that O(dest) exists and O(force=true) exports again.
     - On a failure, the podman command or the owner check that failed, and any temporary that could not be removed.
+    - "When O(dest) is on a read-only mount, check mode adds C(; it cannot be written now: mounted read-only:
+      <mount> (<dest>)), and a run fails with that text and C(; nothing was changed) before anything is committed."
   returned: always
   type: str
   sample: exported db to /srv/backup/db.tar through a commit
@@ -196,7 +198,8 @@ class SafeExportFix(fix_protocol.Fix):
             return fix_protocol.Plan(result=dict(dest=self.job.dest, steps=[]), msg=unchanged)
         return fix_protocol.Plan(changed=True, result=dict(dest=self.job.dest, steps=self.job.planned_steps()),
                                  msg='would export %s through a commit' % self.container,
-                                 warnings=self.job.warnings, replaces=os.path.lexists(self.job.dest))
+                                 warnings=self.job.warnings, replaces=os.path.lexists(self.job.dest),
+                                 targets=[self.job.dest])
 
     def found(self):
         return {'dest': self.job.dest, 'steps': self.job.steps}

@@ -175,6 +175,8 @@ msg:
     - C(<src> folded into <dest>) (in check mode too, where nothing is written), or C(<dest> is already the fold of
       <src>).
     - On a failure, what failed and what is left of O(dest).
+    - "When O(dest) is on a read-only mount, check mode adds C(; it cannot be written now: mounted read-only:
+      <mount> (<dest>)), and a run fails with that text and C(; nothing was changed) before anything is written."
   returned: always
   type: str
   sample: /srv/adapters/persona folded into /srv/adapters/persona-folded
@@ -236,7 +238,7 @@ class LoraFold(fix_protocol.Fix):
         )
         if fold.up_to_date(dest, planned.fingerprint):
             return fix_protocol.Plan(result=result, msg='%s is already the fold of %s' % (dest, src))
-        return fix_protocol.Plan(diff=[_config_diff(dest, planned.config)], result=result, folded=planned,
+        return fix_protocol.Plan(diff=[_config_diff(dest, planned.config)], result=result, folded=planned, targets=[dest],
                                  msg='%s folded into %s' % (src, dest))
 
     def apply(self, plan, write):

@@ -206,11 +206,11 @@ class Conversion(fix_protocol.Fix):
         found.pop('diff', None)
         return found
 
-    def _plan(self, changed, diff=(), **details):
+    def _plan(self, changed, diff=(), targets=(), **details):
         # ``result`` and ``steps`` are the ones apply adds to: the module returns them as they end up.
         self.result['steps'] = self.steps
         return fix_protocol.Plan(changed=changed, diff=diff, result=self.result, msg=self.result.get('msg', ''),
-                                 warnings=self.warnings, **details)
+                                 warnings=self.warnings, targets=targets, **details)
 
     def plan(self):
         """What converting takes (listed as ``would:`` steps); nothing is changed."""
@@ -227,7 +227,8 @@ class Conversion(fix_protocol.Fix):
                                              '(podman_quadlet_replace_running) to convert it.' % self.name)
             self.warnings.append(self.result['skipped_reason'])
             return self._plan(False)
-        return self._plan(True, [diff], text=text, image=image, aside=aside, running=running, switched=False)
+        return self._plan(True, [diff], targets=[self.unit_path], text=text, image=image, aside=aside, running=running,
+                          switched=False)
 
     def _preconditions(self):
         """Checks before anything is planned; False when there is nothing to do."""

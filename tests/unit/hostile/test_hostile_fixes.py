@@ -29,68 +29,12 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold
 
 from ..helpers.paths import TESTS_DIR
-from ..helpers.hostile import snapshot
+from ..helpers.hostile import fill, mounted, needs_root, run_as_host as run, snapshot
 from ..helpers.vllm import config, write_adapter
 
 sys.path.insert(0, TESTS_DIR)
 import hostile_servers as hs  # noqa: E402  pylint: disable=wrong-import-position
 from ollama_standin import OllamaStandIn, gemma4  # noqa: E402  pylint: disable=wrong-import-position
-
-BOUND_S = 15
-COLLECTIONS = registry.__file__
-for _level in range(6):
-    COLLECTIONS = os.path.dirname(COLLECTIONS)
-MODULES = os.path.join(COLLECTIONS, 'ansible_collections', 'homelab', 'postmortem', 'plugins', 'modules')
-ROOT = os.geteuid() == 0
-needs_root = pytest.mark.skipif(not ROOT, reason='mounting a read-only bind mount or a tmpfs needs root')
-
-
-def run(tmp_path, module, args, check=False, diff=True, timeout=BOUND_S):
-    """The module as a host runs it: its own interpreter, its arguments from a JSON file. The JSON result,
-    with the time it took; a traceback fails the test."""
-    # The arguments live outside tmp_path, whose tree the tests compare before and after.
-    handle, args_file = tempfile.mkstemp(suffix='.json', prefix='%s-args-' % module)
-    with os.fdopen(handle, 'w') as out:
-        json.dump({'ANSIBLE_MODULE_ARGS': dict(args, _ansible_check_mode=check, _ansible_diff=diff)}, out)
-    started = time.monotonic()
-    try:
-        proc = subprocess.run([sys.executable, os.path.join(MODULES, module + '.py'), args_file], capture_output=True,
-                              text=True, timeout=timeout + 30, env=dict(os.environ, PYTHONPATH=COLLECTIONS), check=False)
-    finally:
-        os.unlink(args_file)
-    elapsed = time.monotonic() - started
-    assert 'Traceback' not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
-    result = json.loads(proc.stdout)
-    assert elapsed <= timeout, (elapsed, result)
-    return result
-
-
-@contextmanager
-def mounted(target, kind, source=None):
-    """A real mount at ``target`` for the test's length: 'tmpfs' (64 KiB) or 'readonly' (a read-only bind
-    mount of ``source``). Always unmounted."""
-    os.makedirs(target, exist_ok=True)
-    if kind == 'tmpfs':
-        subprocess.run(['mount', '-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', target], check=True)
-    else:
-        subprocess.run(['mount', '--bind', source, target], check=True)
-    try:
-        if kind == 'readonly':
-            subprocess.run(['mount', '-o', 'remount,bind,ro', target], check=True)
-        yield target
-    finally:
-        subprocess.run(['umount', target], check=True)
-
-
-def fill(directory):
-    """Write into ``directory`` until its filesystem is full."""
-    with open(os.path.join(directory, 'filler'), 'wb', buffering=0) as handle:
-        try:
-            while True:
-                handle.write(b'\0' * 4096)
-        except OSError:
-            pass
-
 
 # --- vllm_lora_fold -------------------------------------------------------------------------------
 
@@ -266,12 +210,14 @@ def test_a_read_only_destination_leaves_everything_as_it_was(tmp_path):
     (tmp_path / 'ro' / 'dest').mkdir(parents=True)
     (tmp_path / 'ro' / 'dest' / 'keep.txt').write_text('old adapter')
     before = snapshot(tmp_path / 'ro')
-    with mounted(str(tmp_path / 'view'), 'readonly', str(tmp_path / 'ro')):
+    with mounted(str(tmp_path / 'view'), 'readonly', str(tmp_path / 'ro')) as view:
         dest = str(tmp_path / 'view' / 'dest')
+        checked = run(tmp_path, 'vllm_lora_fold', {'src': src, 'dest': dest}, check=True)
         result = run(tmp_path, 'vllm_lora_fold', {'src': src, 'dest': dest})
-    assert result['failed'], result
-    assert result['msg'] == ('could not create a working directory in %s: Read-only file system; nothing was written, '
-                             '%s is unchanged; %s was only read' % (os.path.dirname(dest), dest, src))
+    said = 'mounted read-only: %s (%s)' % (view, dest)
+    assert not checked.get('failed') and checked['changed'] and checked['msg'].endswith('; it cannot be written now: '
+                                                                                        + said), checked
+    assert result['failed'] and not result['changed'] and result['msg'] == said + '; nothing was changed', result
     assert snapshot(tmp_path / 'ro') == before
 
 

@@ -9,6 +9,8 @@ import pytest
 from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
+from ...helpers.hostile import mounted, needs_root
+
 
 class Exited(Exception):
     def __init__(self, failed, result):
@@ -189,3 +191,27 @@ def test_a_plan_without_changes_is_not_applied_and_its_warnings_are_shown(tmp_pa
     with pytest.raises(Exited) as exited:
         fix_protocol.run(module, SetLine(target, 'same\n'))
     assert not exited.value.result['changed'] and module.warnings == ['a warning']
+
+
+@needs_root
+def test_a_planned_file_on_a_read_only_mount_is_refused_before_anything_changes(tmp_path):
+    """A real read-only bind mount; the file and its directory do not exist yet, so the mount the write would
+    land on decides. Check mode shows the diff and says so; a run fails before the first write."""
+    (tmp_path / 'ro').mkdir()
+    other = tmp_path / 'rw.conf'
+    other.write_text('old\n')
+    with mounted(str(tmp_path / 'view'), 'readonly', str(tmp_path / 'ro')) as view:
+        target = os.path.join(view, 'conf.d', 'new.conf')
+
+        class TwoPlaces(fix_protocol.Fix):
+            def plan(self):
+                return fix_protocol.Plan(writes=[(str(other), 'old\n', 'new\n'), (target, None, 'x\n')],
+                                         result={'units': ['a']})
+        said = 'mounted read-only: %s (%s)' % (view, target)
+        failed, checked = run(TwoPlaces(), check_mode=True)
+        assert not failed and checked['changed'] and len(checked['diff']) == 2
+        assert checked['msg'].endswith('; it cannot be written now: ' + said), checked['msg']
+        failed, result = run(TwoPlaces())
+    assert failed and result['msg'] == said + '; nothing was changed' and result['units'] == ['a']
+    assert not result['changed'] and not result['rolled_back'] and len(result['diff']) == 2
+    assert other.read_text() == 'old\n' and os.listdir(str(tmp_path / 'ro')) == []
