@@ -16,16 +16,12 @@ real full tmpfs (mounted here as root; skipped with the reason otherwise), and t
 import errno
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
-from contextlib import contextmanager
 
 import numpy as np
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import registry, treewrite
+from ansible_collections.homelab.postmortem.plugins.module_utils import treewrite
 from ansible_collections.homelab.postmortem.plugins.module_utils.vllm import adapters, fold
 
 from ..helpers.paths import TESTS_DIR
