@@ -138,7 +138,11 @@ def main():
                ANSIBLE_FORKS=str(HOSTS), ANSIBLE_NOCOLOR='1')
     if os.environ.get('BENCH_LOCAL', '1') == '1':
         local_bench(work, plays, env)
-    baseline = install_baseline(work)
+    # Only sections 2 and 3 have a baseline side: build it only when one of them runs.
+    with_baseline = any(os.environ.get(section, '1') == '1' for section in ('BENCH_PODMAN', 'BENCH_FLEET'))
+    baseline = install_baseline(work) if with_baseline else None
+    if BASELINE and not with_baseline:
+        print('baseline: %s not built (BENCH_PODMAN=0 and BENCH_FLEET=0: no section compares with it)' % BASELINE)
     if os.environ.get('BENCH_PODMAN', '1') == '1':
         podman_host_bench(work, env, baseline)
     if os.environ.get('BENCH_FLEET', '1') == '1':
