@@ -174,7 +174,9 @@ def read_only_mount(path):
     flags (ST_RDONLY), so a read-only bind mount of a writable filesystem counts, and root is refused
     there like anyone else. None too when nothing can be asked (the write then says what failed).
     """
-    directory = os.path.dirname(os.path.abspath(path))
+    # The directory the kernel will write in: a ".." after a symbolic link is taken after the link, as the
+    # kernel takes it (abspath would drop it first). The file's own name is not resolved: a write replaces a link.
+    directory = os.path.realpath(os.path.dirname(path) or '.')
     while not os.path.isdir(directory) and directory != os.path.dirname(directory):
         directory = os.path.dirname(directory)
     try:

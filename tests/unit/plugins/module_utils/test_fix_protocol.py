@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol
+from ansible_collections.homelab.postmortem.plugins.module_utils import fix_protocol, hostio
 from ansible_collections.homelab.postmortem.plugins.module_utils.errors import HostInputError
 
 from ...helpers.hostile import mounted, needs_root
@@ -215,3 +215,18 @@ def test_a_planned_file_on_a_read_only_mount_is_refused_before_anything_changes(
     assert failed and result['msg'] == said + '; nothing was changed' and result['units'] == ['a']
     assert not result['changed'] and not result['rolled_back'] and len(result['diff']) == 2
     assert other.read_text() == 'old\n' and os.listdir(str(tmp_path / 'ro')) == []
+
+
+@needs_root
+def test_the_directory_written_in_is_the_one_the_kernel_resolves(tmp_path):
+    """``link/../x.conf`` with ``link`` pointing into a read-only mount: the kernel writes next to the link's
+    target's parent, inside the mount, so the mount is read-only for that path (abspath alone would say the
+    writable tmp_path); and the other way round, a writable target is not refused."""
+    (tmp_path / 'ro' / 'deep').mkdir(parents=True)
+    (tmp_path / 'rw' / 'deep').mkdir(parents=True)
+    with mounted(str(tmp_path / 'view'), 'readonly', str(tmp_path / 'ro')) as view:
+        os.symlink(os.path.join(view, 'deep'), str(tmp_path / 'into_ro'))
+        os.symlink(str(tmp_path / 'rw' / 'deep'), os.path.join(str(tmp_path), 'into_rw'))
+        assert hostio.read_only_mount(str(tmp_path / 'into_ro' / '..' / 'x.conf')) == view
+        assert hostio.read_only_mount(str(tmp_path / 'into_rw' / '..' / 'x.conf')) is None
+        assert hostio.read_only_mount(os.path.join(view, 'new', 'dir', 'x.conf')) == view
