@@ -179,6 +179,16 @@ def drive(fix, check_mode, write):
     outcome = {'backups': [], 'verified': False}
     if not plan.changed:
         return plan, outcome
+    try:
+        return _change(fix, plan, outcome, check_mode, write)
+    except HostInputError as exc:
+        # What the plan warned of (a parameter dropped, say) is still true of a change that failed.
+        exc.warnings = plan.warnings
+        raise
+
+
+def _change(fix, plan, outcome, check_mode, write):
+    """After a plan that changes something: the read-only mounts, check mode's end, apply, verify, roll back."""
     # Asked before anything changes, so that check mode says the run would fail and the run changes nothing
     # (a fix that also renames containers or re-creates models would otherwise stop half way).
     blocked = read_only_mounts([path for path, _before, _after in plan.writes] + plan.targets)
@@ -223,6 +233,8 @@ def run(module, fix):
     try:
         plan, outcome = drive(fix, module.check_mode, write)
     except HostInputError as exc:
+        for warning in getattr(exc, 'warnings', None) or ():
+            module.warn(warning)
         result.update(fix.found())
         result.update(getattr(exc, 'fields', None) or {})
         result.update(msg=str(exc), rolled_back=getattr(exc, 'rolled_back', False))

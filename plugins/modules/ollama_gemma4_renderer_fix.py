@@ -165,10 +165,15 @@ msg:
       affected; in check mode, C(check mode: the diff is what would change; nothing was changed)."
     - On a failure, why Ollama cannot pin a renderer (its version), or which model failed and why, with what was
       changed and where the backups are.
+    - "When O(backup_dir) is on a read-only mount, check mode adds C(; it cannot be written now: mounted read-only:
+      <mount> (<backup_dir>/)), and a run fails with that text and C(; nothing was changed) before any model is
+      backed up or re-created."
   returned: always
   type: str
   sample: changed, and read back as planned
 '''
+
+import os
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -215,9 +220,10 @@ class RendererPin(fix_protocol.Fix):
         except loopback_http.ProbeFailure as exc:
             raise fix_protocol.FixFailed('%s; nothing was changed' % exc, ollama_version=version_text,
                                          models=[p.entry() for p in plans])
+        # The backups go in backup_dir (a path ending in a separator: the directory is what is written in).
         return fix_protocol.Plan(diff=[p.diff() for p in plans if p.changed],
                                  result=dict(models=[p.entry() for p in plans], ollama_version=version_text),
-                                 models=plans)
+                                 targets=[os.path.join(self.backup_dir, '')] if self.backup_dir else [], models=plans)
 
     def apply(self, plan, write):
         plans = plan.details['models']

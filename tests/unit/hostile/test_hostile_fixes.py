@@ -353,10 +353,13 @@ def test_a_read_only_backup_dir_changes_nothing(tmp_path, standin):
     with mounted(str(tmp_path / 'view'), 'readonly', str(tmp_path / 'ro')):
         missing = pin(tmp_path, standin, str(tmp_path / 'view' / 'bk'))
         existing = pin(tmp_path, standin, str(tmp_path / 'view'))
-    assert missing['msg'] == 'backup_dir %s cannot be created: Read-only file system; nothing was changed' % (
-        tmp_path / 'view' / 'bk'), missing
-    assert existing['msg'] == ('could not back up model a:latest to %s: Read-only file system; no model was changed '
-                               '(the backups of this run were removed)' % (tmp_path / 'view')), existing
+        checked = run(tmp_path, 'ollama_gemma4_renderer_fix', {'url': standin.url, 'backup_dir': str(tmp_path / 'view'),
+                                                               'timeout': 5}, check=True)
+    view = tmp_path / 'view'
+    assert not checked.get('failed') and checked['changed'] and checked['msg'].endswith(
+        '; it cannot be written now: mounted read-only: %s (%s/)' % (view, view)), checked
+    assert missing['msg'] == 'mounted read-only: %s (%s/bk/); nothing was changed' % (view, view), missing
+    assert existing['msg'] == 'mounted read-only: %s (%s/); nothing was changed' % (view, view), existing
     assert standin.creates == []
 
 

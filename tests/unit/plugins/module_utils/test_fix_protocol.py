@@ -230,3 +230,14 @@ def test_the_directory_written_in_is_the_one_the_kernel_resolves(tmp_path):
         assert hostio.read_only_mount(str(tmp_path / 'into_ro' / '..' / 'x.conf')) == view
         assert hostio.read_only_mount(str(tmp_path / 'into_rw' / '..' / 'x.conf')) is None
         assert hostio.read_only_mount(os.path.join(view, 'new', 'dir', 'x.conf')) == view
+
+
+def test_the_plans_warnings_are_shown_when_the_change_fails(tmp_path, monkeypatch):
+    """A warning of the plan (pi_ir_tx_fix's "func dropped", say) is still true when the change then fails."""
+    target = tmp_path / 'app.conf'
+    target.write_text('old\n')
+    refuse_rename_of(monkeypatch, target)
+    module = FakeModule()
+    with pytest.raises(Exited) as exited:
+        fix_protocol.run(module, SetLine(target, 'new\n'))
+    assert exited.value.failed and module.warnings == ['a warning'] and read(target) == 'old\n'
