@@ -63,7 +63,7 @@ def reset_pis(fleet):
 
 
 def test_faults_a_read_only_filesystem_and_a_host_that_times_out(tmp_path, fleet):
-    """fleet-02's boot partition is really read-only (a read-only bind mount: EROFS); fleet-05 freezes
+    """fleet-02's boot partition is really read-only (a read-only bind mount, found before any write); fleet-05 freezes
     (podman pause) when the remediation starts, after the audit saw it: its sshd never answers
     again, over the connection Ansible keeps open (then only postmortem_task_timeout ends the wait)
     or a new one (ssh's timeout). One host per batch: fleet-01 is fixed, fleet-02's fix fails and
@@ -87,7 +87,10 @@ def test_faults_a_read_only_filesystem_and_a_host_that_times_out(tmp_path, fleet
     # No temporary file, no new backup: the directory is as it was.
     assert ssh_fleet.podman('exec', 'fleet-02', 'ls', '-A', '/boot/firmware').stdout.split() == listed
     failed = run.host('fleet-02')['remediation']
-    assert failed['state'] == 'failed' and 'Read-only file system' in failed['reason'], failed
+    # Found before anything is written (fix_protocol asks the mount of every planned file).
+    assert failed['state'] == 'failed' and failed['reason'].startswith(
+        'mounted read-only: /boot/firmware (/boot/firmware/config.txt). ') and failed['reason'].endswith(
+        '; nothing was changed'), failed
     assert 'nothing was changed' in failed['reason']
     assert run.host('fleet-03')['remediation']['reason'].startswith('not touched: the run stopped after fleet-02 failed')
     assert run.host('fleet-03')['findings']['pi_ir_tx']['status'] == 'at_risk'
