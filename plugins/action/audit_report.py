@@ -16,9 +16,10 @@ from ansible.utils.display import Display
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables, registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import COLLECTION_VERSION
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report as fleet_report
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_gate, report_metrics
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, fix_outcome, report_drift, report_files, report_gate, report_metrics
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary, terminal
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding import plain_fast
 
 display = Display()
 
@@ -126,6 +127,35 @@ def _scope(args, task_vars, check_mode):
     return scope
 
 
+def _command_vars(hostvars, host):
+    """The host's values of the variables a fix command repeats (fix_outcome.COMMAND_VARS), those set."""
+    found = {}
+    for name in fix_outcome.COMMAND_VARS:
+        value = _host_var(hostvars, host, name, lambda why: None)
+        if value is not None:
+            found[name] = plain_fast(value)
+    return found
+
+
+def _fixes(report, hostvars, dest, described):
+    """Each host's open findings with what fixes them (``fix``: {check: fix_outcome.fix_entry()}): the
+    remediate command for that host and check, or what to do by hand. Built from the run's inventory,
+    the host's name and the check's id, never from a host's text."""
+    inventory = (report.get('run') or {}).get('inventory') or []
+    for entry in report['hosts']:
+        if entry['state'] != 'audited':
+            continue
+        open_ids = [cid for cid, f in entry['findings'].items() if isinstance(f, dict) and f.get('status') in fleet_report.OPEN]
+        if not open_ids:
+            continue
+        host_vars = _command_vars(hostvars, entry['name'])
+        fixes = {}
+        for cid in sorted(open_ids):
+            argv, note = fix_outcome.command(inventory, entry['name'], cid, host_vars, dest)
+            fixes[cid] = fix_outcome.fix_entry(cid, argv, note, (described or {}).get(cid))
+        entry['fix'] = fixes
+
+
 def _drift(report, dest, known, previous):
     """The drift history to write after this run (report['drift'] is set), or None when there is none
     to keep: a remediation run, or a run without hosts. Only the ids this run knows are compared, kept
@@ -213,6 +243,7 @@ class ActionModule(ControllerAction):
                                     scope=scope, described=declared.described() if declared else None,
                                     interpreters=_interpreters(hostvars, results))
         dest = os.path.abspath(args['dest'])
+        _fixes(report, hostvars, dest, declared.described() if declared else None)
         if args['accept']:
             report['accept'] = _accept(report, args['accept'], known)
         history = _drift(report, dest, known, args['previous'])

@@ -9,7 +9,7 @@ __metaclass__ = type
 import datetime
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, remediation, report_drift, report_summary, role_specs, terminal
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, fix_outcome, remediation, report_drift, report_summary, role_specs, terminal
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
@@ -45,8 +45,13 @@ class ActionModule(ControllerAction):
             notes = remediation.role_notes(chosen['roles'], dict(
                 (remediation.notes_var(role), task_vars[remediation.notes_var(role)])
                 for role in chosen['roles'] if remediation.notes_var(role) in task_vars))
+            # Each role's outcome fact (<role>_outcome: changed, by_hand), read as the role set it, like its notes.
+            reported = remediation.role_outcomes(chosen['roles'], dict(
+                (fix_outcome.outcome_var(role), task_vars[fix_outcome.outcome_var(role)])
+                for role in chosen['roles'] if fix_outcome.outcome_var(role) in task_vars))
+            outcomes = fix_outcome.planned(chosen, args['ran'], args['failure'], self._task.check_mode, reported)
             result['record'] = remediation.record(chosen, args['ran'], args['failure'], self._task.check_mode,
-                                                  remediation.switches_off(chosen['roles'], specs, values), notes)
+                                                  remediation.switches_off(chosen['roles'], specs, values), notes, outcomes)
             said = remediation.failure_message(result['record'], task_vars.get('inventory_hostname'))
             result['say'] = terminal.visible(said) if said else None
             return result

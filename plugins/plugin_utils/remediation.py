@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, host_findings, role_specs
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, fix_outcome, host_findings, role_specs
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import NOTE_CHARS, NOTES_MAX, OPEN
 
 
@@ -196,6 +196,14 @@ def notes_var(role):
     return '%s_notes' % role.rsplit('.', 1)[-1]
 
 
+def role_outcomes(roles, values):
+    """{role: fix_outcome.read_role_outcome()} for the plan's ``roles`` that set their outcome fact
+    (``values``: {fix_outcome.outcome_var(role): the fact's value}); only the registry's roles are read."""
+    known = remediation_roles()
+    return dict((role, fix_outcome.read_role_outcome(fix_outcome.outcome_var(role), values[fix_outcome.outcome_var(role)]))
+                for role in roles if role in known and fix_outcome.outcome_var(role) in values)
+
+
 def role_notes(roles, values):
     """[{role, note}] for the record, from ``values`` ({notes_var(role): the fact's value}) of ``roles``
     (the plan's, which come from the registry). Only a list of strings is taken: anything else is one note
@@ -219,11 +227,11 @@ def role_notes(roles, values):
     return found
 
 
-def record(chosen, ran, failure, check_mode, switches_off, notes=None):
+def record(chosen, ran, failure, check_mode, switches_off, notes=None, outcomes=None):
     """What the remediation did on this host, role by role. ``ran``: roles that finished; ``failure``:
     {'task', 'reason', 'lost'} or None; ``switches_off``: {role: [its Disruptive: switches the user left
-    off]}; ``notes``: role_notes(). "fixed" is never claimed here: the report decides it from the audit
-    after remediation."""
+    off]}; ``notes``: role_notes(); ``outcomes``: fix_outcome.planned(), per check. "fixed" is never
+    claimed here: the report decides it from the audit after remediation (fix_outcome.compose)."""
     roles = []
     failed_role = None
     for role in chosen['roles']:
@@ -250,6 +258,8 @@ def record(chosen, ran, failure, check_mode, switches_off, notes=None):
         found['dropped'] = list(chosen['dropped'])
     if notes:
         found['notes'] = list(notes)
+    if outcomes:
+        found['outcomes'] = dict(outcomes)
     if failure:
         found.update(state='lost' if failure.get('lost') else 'failed', task=failure.get('task'), reason=failure.get('reason'))
     else:

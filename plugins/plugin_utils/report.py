@@ -17,7 +17,7 @@ import datetime
 import re
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import STATUSES, json_safe, safe_text, worst_status
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import host_findings
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import fix_outcome, host_findings
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_encoding import COMPACT, plain, plain_fast, strict_encode
 
 # Host states that are not findings. For the fail threshold they count as
@@ -52,6 +52,9 @@ def _one_line(text, limit=500):
 # before (a Pi 3 has no trial boot), bounded.
 NOTES_MAX = 20
 NOTE_CHARS = 500
+# The outcomes the record stage may hand the report per check (fix_outcome.OUTCOMES, and 'ran' until the
+# audit after the run decides it): named here so that the model imports nothing of the fix side.
+RECORDED_OUTCOMES = ('fixed', 'would_fix', 'manual', 'failed', 'not_run', 'nothing_to_do', 'ran')
 # How the report's reason for a host whose module could not start begins (report.py writes it, the
 # error line first so that it shows in the summary's one line), and the fix the summary then offers.
 NOT_STARTED = 'no working Python: '
@@ -185,6 +188,15 @@ class FleetReport(dict):
     finding_texts = None
 
 
+def _recorded_outcome(item):
+    kept = {'outcome': item['outcome']}
+    if isinstance(item.get('why'), str):
+        kept['why'] = safe_text(item['why'][:NOTE_CHARS])
+    if isinstance(item.get('changed'), bool):
+        kept['changed'] = item['changed']
+    return kept
+
+
 def _remediation_record(value):
     """What the remediate playbook recorded for a host (postmortem_remediation): state and why."""
     value = plain_fast(value)
@@ -199,7 +211,24 @@ def _remediation_record(value):
                 if isinstance(n, dict) and isinstance(n.get('role'), str) and isinstance(n.get('note'), str)]
         if kept:
             record['notes'] = kept
+    # What the record stage decided per check (fix_outcome.planned): kept only in its own shape.
+    outcomes = value.get('outcomes')
+    if isinstance(outcomes, dict):
+        record['outcomes'] = dict((safe_text(cid), _recorded_outcome(item)) for cid, item in outcomes.items()
+                                  if isinstance(cid, str) and isinstance(item, dict)
+                                  and item.get('outcome') in RECORDED_OUTCOMES)
     return record
+
+
+def _outcomes(entries, check_mode, described):
+    """A remediation run: each finding open before it gets its outcome (fix_outcome.compose) in its
+    host's record; a host with open findings and no record gets one that says so."""
+    for entry in entries:
+        outcomes = fix_outcome.compose(entry, check_mode, described)
+        if not outcomes:
+            continue
+        entry.setdefault('remediation', {'state': 'not_run', 'reason': 'no remediation was recorded for this host'})
+        entry['remediation']['outcomes'] = outcomes
 
 
 def nothing_audited_reason(scope):
@@ -246,6 +275,8 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
     for entry in entries if remediation else ():
         if remediation.get(entry['name']) is not None:
             entry['remediation'] = _remediation_record(remediation[entry['name']])
+    if before is not None:
+        _outcomes(entries, bool((scope or {}).get('check_mode')), described)
     # Only the checks of this run are columns: host_findings.check refused any other id.
     seen = set(cid for e in entries for cid in e['findings'])
     known_checks = [c for c in checks if c[0] in seen] or list(checks)
@@ -267,6 +298,8 @@ def build(hosts, results, checks, collection_version, now=None, before=None, rem
         'hosts': entries,
         'totals': dict((k, v) for k, v in totals.items() if v),
     })
+    if before is not None:
+        report['outcomes'] = fix_outcome.totals(report)
     if scope is not None:
         report['run'] = plain_fast(dict((k, scope.get(k)) for k in ('host_pattern', 'inventory', 'limit', 'check_mode',
                                                                     'duration_seconds') if k in scope))

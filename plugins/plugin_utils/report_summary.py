@@ -19,7 +19,7 @@ import os
 
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK, STATUSES, json_safe
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import role_specs
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_answer, role_specs
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import HOST_PROBLEMS, INTERPRETER_FIX, NOT_STARTED, OPEN
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_time import age
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.terminal import visible
@@ -29,7 +29,6 @@ LINES = 60
 WORST_HOSTS = 8
 MIN_WORST_HOSTS = 3
 REMEDIATION_HOSTS = 2
-NOTES_SHOWN = 3
 # Statuses that need a person: a fix, or a look at why the audit could not tell.
 ATTENTION = ('affected', 'at_risk', 'error', 'unknown')
 _SHORT = {'not_applicable': 'n/a', 'unreachable': 'unreach'}
@@ -192,8 +191,35 @@ def _per_check(report, checks):
     return lines
 
 
+def _host_lines(entry, checks, cid, status, declared):
+    """The lines of one host in the worst-findings list: what, where, and what fixes it."""
+    if cid is None:
+        reason = one_line(entry.get('reason'))
+        lines = [fit('  %s: %s (not audited)' % (entry['name'], status))]
+        # Made visible before it is cut, so that escapes cannot push the line past its width.
+        lines.append(fit('      %s' % visible(reason)))
+        if status == 'failed' and reason.startswith(NOT_STARTED):
+            # A host's own failure message could begin so too: it would only get this advice.
+            lines.append('      fix: %s' % INTERPRETER_FIX)
+        else:
+            lines.append('      fix: make the host reachable and auditable, then audit again')
+        return lines
+    finding = entry['findings'][cid]
+    others = sum(1 for c in checks if c != cid and host_status(entry, c) in ATTENTION)
+    lines = [fit('  %s: %s [%s]%s' % (entry['name'], cid, status, (' (+%d more on this host)' % others) if others else ''))]
+    lines += report_answer.wrapped_at_most(visible(one_line(finding.get('summary'))), 2, '      ', '      ')
+    if status in OPEN:
+        fix = (entry.get('fix') or {}).get(cid)
+        lines += report_answer.fix_lines(fix) if fix else [fit('      fix: %s' % fix_text(cid, finding, declared.get(cid)))]
+    else:
+        # Nothing was measured to fix: say so rather than offer a restart for a guess.
+        lines.append(fit('      no fix offered: the audit could not tell (%s); the reason is above' % status))
+    return lines
+
+
 def _worst_hosts(report, checks, budget):
-    """The worst finding of the worst hosts, three lines each, in ``budget`` lines at most."""
+    """The worst finding of the worst hosts with the command that fixes it, in ``budget`` lines at most
+    (at least MIN_WORST_HOSTS hosts)."""
     needing = []
     for position, entry in enumerate(report['hosts']):
         worst = worst_finding(entry, checks)
@@ -202,65 +228,28 @@ def _worst_hosts(report, checks, budget):
     needing.sort(key=lambda item: item[:2])
     if not needing:
         return ['', 'Nothing needs attention.']
-    shown = max(MIN_WORST_HOSTS, min(WORST_HOSTS, (budget - 3) // 3))
     declared = dict((c['id'], c['declared']) for c in report['checks'] if c.get('declared'))
+    blocks, used = [], 3
+    for _rank_key, _position, entry, (cid, status) in needing[:WORST_HOSTS]:
+        block = _host_lines(entry, checks, cid, status, declared)
+        if len(blocks) >= MIN_WORST_HOSTS and used + len(block) > budget:
+            break
+        blocks.append(block)
+        used += len(block)
+    shown = len(blocks)
     lines = ['', 'Worst finding per host (%d host(s) need attention%s):' % (
         len(needing), ', the worst %d shown' % shown if len(needing) > shown else '')]
-    for _rank_key, _position, entry, (cid, status) in needing[:shown]:
-        if cid is None:
-            reason = one_line(entry.get('reason'))
-            lines.append(fit('  %s: %s (not audited)' % (entry['name'], status)))
-            # Made visible before it is cut, so that escapes cannot push the line past its width.
-            lines.append(fit('      %s' % visible(reason)))
-            if status == 'failed' and reason.startswith(NOT_STARTED):
-                # A host's own failure message could begin so too: it would only get this advice.
-                lines.append('      fix: %s' % INTERPRETER_FIX)
-            else:
-                lines.append('      fix: make the host reachable and auditable, then audit again')
-            continue
-        finding = entry['findings'][cid]
-        others = sum(1 for c in checks if c != cid and host_status(entry, c) in ATTENTION)
-        lines.append(fit('  %s: %s [%s]%s' % (entry['name'], cid, status, (' (+%d more on this host)' % others) if others else '')))
-        lines.append(fit('      %s' % one_line(finding.get('summary'))))
-        if status in OPEN:
-            lines.append(fit('      fix: %s' % fix_text(cid, finding, declared.get(cid))))
-        else:
-            # Nothing was measured to fix: say so rather than offer a restart for a guess.
-            lines.append(fit('      no fix offered: the audit could not tell (%s); the reason is above' % status))
+    for block in blocks:
+        lines += block
     if len(needing) > shown:
         lines.append('  ... and %d more host(s): every host and finding is in the full report' % (len(needing) - shown))
     return lines
 
 
 def remediation_lines(report):
-    """Before against after, in at most about 8 lines: findings fixed, still open, new; what failed."""
-    fixed = still = new = 0
-    changed = []
-    for entry in report['hosts']:
-        before = entry.get('before') or {}
-        after = dict((cid, f.get('status')) for cid, f in entry['findings'].items())
-        moves = []
-        for cid in sorted(set(before) | set(after)):
-            was, now = before.get(cid), after.get(cid, entry['state'] if entry['state'] != 'audited' else None)
-            if was in OPEN and now not in OPEN:
-                fixed += 1
-                moves.append('%s %s -> %s' % (cid, was, now))
-            elif was in OPEN:
-                still += 1
-            elif now in OPEN:
-                new += 1
-                moves.append('%s %s -> %s' % (cid, was, now))
-        if moves:
-            changed.append('%s: %s' % (entry['name'], ', '.join(moves)))
-    check_run = bool((report.get('run') or {}).get('check_mode'))
-    head = 'Remediation%s: %d finding(s) fixed, %d still open, %d new' % (
-        ' (CHECK MODE: nothing was changed)' if check_run else '', fixed, still, new)
-    lines = [fit(head)]
-    if check_run and still:
-        lines.append(fit('  a run without --check would apply the fixes for the %d still open' % still))
-    lines += [fit('  ' + line) for line in changed[:REMEDIATION_HOSTS]]
-    if len(changed) > REMEDIATION_HOSTS:
-        lines.append('  ... and %d more host(s) changed: see the reports' % (len(changed) - REMEDIATION_HOSTS))
+    """What the remediation did to each open finding (report_answer.outcome_lines), the audit before against
+    after, what failed or was not run per host, the advice not used, the roles' notes."""
+    lines = report_answer.outcome_lines(report) + report_answer.before_after_lines(report)
     for state, label in (('failed', 'remediation FAILED'), ('lost', 'LOST during remediation'),
                          ('not_run', 'remediation not run')):
         hit = [e for e in report['hosts'] if (e.get('remediation') or {}).get('state') == state]
@@ -275,18 +264,7 @@ def remediation_lines(report):
         first = advised[0]['remediation']['dropped']
         lines.append(fit('  advice from %d host(s) not used (roles get the registry\'s variables and yours): %s: %s' % (
             len(advised), advised[0]['name'], one_line(first[0] if isinstance(first, list) and first else first, 300))))
-    return lines + _note_lines(report)
-
-
-def _note_lines(report):
-    """What the roles handed to the record (a Pi 3 has no trial boot): the first NOTES_SHOWN, then how many more."""
-    notes = [(entry['name'], note) for entry in report['hosts']
-             for note in (entry.get('remediation') or {}).get('notes') or [] if isinstance(note, dict)]
-    lines = [fit('  %s: %s: %s' % (host, str(note.get('role')).rsplit('.', 1)[-1], one_line(note.get('note'), 400)))
-             for host, note in notes[:NOTES_SHOWN]]
-    if len(notes) > NOTES_SHOWN:
-        lines.append('  ... and %d more note(s) from the roles: see the reports' % (len(notes) - NOTES_SHOWN))
-    return lines
+    return lines + report_answer.note_lines(report)
 
 
 def docs_dir():
@@ -309,21 +287,32 @@ def summary_lines(report, paths):
     if report.get('nothing_audited'):
         # Hosts matched and none could be audited: the hosts' reasons follow, among those that need attention.
         head += ['', fit('NOTHING WAS AUDITED: %s.' % report['nothing_audited'].split(':', 1)[0])] + last_good_lines(report)
-    head += drift_lines(report) + accept_lines(report)
-    if not report.get('nothing_audited'):
-        head += ['', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
-    attention = _per_check(report, checks)
-    if attention:
-        head += ['', 'Hosts that need attention, per check:'] + attention
-    tail = []
+    # The answer first (#44): what changed, what the remediation did, the worst findings with the command
+    # that fixes each; the counts and the reasons behind n/a and unknown after them.
+    head += drift_lines(report)
     if any('before' in e or 'remediation' in e for e in hosts):
-        tail += [''] + remediation_lines(report)
+        head += [''] + remediation_lines(report)
+    tail = accept_lines(report)
+    attention = _per_check(report, checks)
+    at = len(tail)
+    if attention:
+        tail += ['', 'Hosts that need attention, per check:'] + attention
+    tail += report_answer.why_nothing_lines(report, checks)
+    if not report.get('nothing_audited'):
+        tail += ['', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
     totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
     # Paths are printed whole (a cut path is useless), on lines of their own.
     tail += ['', fit('Totals: ' + (totals or 'nothing ran')), 'Docs per check (<check>.md):', '  %s' % docs_dir()]
     tail += _where(paths)
     # The gate's line (report_gate.Policy.line) follows: one more line of the budget.
-    return head + _worst_hosts(report, checks, LINES - 1 - len(head) - len(tail)) + tail
+    worst = _worst_hosts(report, checks, LINES - 1 - len(head) - len(tail))
+    over = len(head) + len(worst) + len(tail) + 1 - LINES
+    if over > 0 and len(attention) > 2:
+        # The worst findings with their commands come first: the per-check list (the counts say the same) gives way.
+        keep = max(1, len(attention) - over - 1)
+        tail[at + 2:at + 2 + len(attention)] = attention[:keep] + [
+            '  ... and %d more check(s): every host and finding is in the full report' % (len(attention) - keep)]
+    return head + worst + tail
 
 
 def _where(paths):

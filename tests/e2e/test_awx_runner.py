@@ -49,7 +49,7 @@ def test_audit_and_remediate_through_ansible_runner(tmp_path):
                              {'postmortem_checks': ['pi_ir_tx'], 'postmortem_report_dir': report_dir})
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert 'dtoverlay=gpio-ir-tx' in (root / 'boot' / 'firmware' / 'config.txt').read_text()
-    assert 'Remediation: 1 finding(s) fixed, 0 still open, 0 new' in (artifacts / 'stdout').read_text()
+    assert 'Remediation: 1 fixed; 0 need a change by hand' in (artifacts / 'stdout').read_text()
 
 
 def test_execution_environment_build_context(tmp_path):

@@ -57,17 +57,20 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     assert '+dtoverlay=gpio-ir-tx,gpio_pin=17' in checked.output  # the exact diff
     assert checked.host('pi-image')['before']['pi_ir_tx'] == 'at_risk'
     assert checked.finding('pi-image', 'pi_ir_tx')['status'] == 'at_risk'
-    # A check run says so: nothing was changed, a real run would fix what is still open.
-    assert 'Remediation (CHECK MODE: nothing was changed): 0 finding(s) fixed, 1 still open, 0 new' in checked.output
-    assert 'a run without --check would apply the fixes for the 1 still open' in checked.output
+    # A check run says so: nothing was changed, and what a real run would fix, from each finding's outcome (#44).
+    assert 'Remediation (CHECK MODE: nothing was changed):\n  a run without --check would fix 1; 0 need a change by hand' in checked.output
+    assert checked.host('pi-image')['remediation']['outcomes'] == {
+        'pi_ir_tx': {'outcome': 'would_fix', 'why': 'the diff above is what a run without --check writes'}}
     assert checked.report['run']['check_mode'] is True
 
     done = remediate(tmp_path / 'real', inventory)
     assert 'dtoverlay=gpio-ir-tx,gpio_pin=17' in config.read_text()
     assert list((root / 'boot' / 'firmware').glob('config.txt.*'))  # the backup
     assert done.finding('pi-image', 'pi_ir_tx')['status'] == 'ok'
-    assert 'Remediation: 1 finding(s) fixed, 0 still open, 0 new' in done.output
+    assert 'Remediation: 1 fixed; 0 need a change by hand' in done.output
+    assert '  audit before -> after: 1 closed, 0 still open or not measured, 0 new' in done.output
     assert 'pi-image: pi_ir_tx at_risk -> ok' in done.output
+    assert done.host('pi-image')['remediation']['outcomes']['pi_ir_tx']['outcome'] == 'fixed'
     # This machine needed nothing: the role was included for the image only.
     included = [line for line in done.output.splitlines() if 'remediation_role.yml for' in line]
     assert included and all(' for pi-image =>' in line for line in included), included
@@ -77,7 +80,7 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
     assert done.host('localhost')['remediation']['state'] == 'nothing_to_run'
 
     again = remediate(tmp_path / 'again', inventory)
-    assert 'Remediation: 0 finding(s) fixed, 0 still open, 0 new' in again.output
+    assert 'Remediation: 0 fixed; 0 need a change by hand' in again.output
     assert 'changed=0' in again.output.split('PLAY RECAP')[1].split('pi-image')[1].splitlines()[0]
 
 
@@ -90,7 +93,8 @@ def test_a_detection_not_selected_is_not_fixed(tmp_path):
                     timeout=600, playbook='homelab.postmortem.remediate')
     assert run.proc.returncode == 0, run.output
     assert config.read_text() == before
-    assert 'Remediation: 0 finding(s) fixed, 1 still open, 0 new' in run.output
+    assert 'Remediation: 0 fixed; 0 need a change by hand; 1 not run' in run.output
+    assert '  not run: pi-image/pi_ir_tx: not in postmortem_remediate' in run.output
 
 
 def test_the_first_failed_batch_stops_the_fixes_not_the_report(tmp_path):

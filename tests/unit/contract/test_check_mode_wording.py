@@ -54,7 +54,7 @@ def test_one_claiming_clause_among_conditional_ones_is_found():
 
 def test_findings_of_an_audit_are_not_role_messages():
     records = [{'action': 'homelab.postmortem.pi_ir_tx_facts', 'messages': ['the overlay was loaded']},
-               {'action': 'homelab.postmortem.audit_report', 'messages': ['Remediation: 1 finding(s) fixed']},
+               {'action': 'homelab.postmortem.audit_report', 'messages': ['Remediation: 1 fixed; 0 need a change by hand']},
                {'action': 'ansible.builtin.debug', 'role': 'pi_ir_tx', 'messages': ['config.txt now loads x']}]
     assert [item['action'] for item, _hits in check_mode_wording.offending(records)] == ['ansible.builtin.debug']
 

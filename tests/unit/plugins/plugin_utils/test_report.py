@@ -374,8 +374,10 @@ def test_before_and_after_are_counted():
     built = report.build(['pi1', 'pi2', 'pi3'], after, CHECKS, '0.2.0', before=before)
     assert built['hosts'][0]['before'] == {'pi_ir_tx': 'at_risk', 'llama_sleep_race': 'ok'}
     lines = report_summary.remediation_lines(built)
-    assert lines[0] == 'Remediation: 1 finding(s) fixed, 1 still open, 1 new'
-    assert lines[1] == '  pi1: llama_sleep_race ok -> at_risk, pi_ir_tx at_risk -> ok'
+    # Measured closed, never claimed fixed: no remediation was recorded (no role reported a change).
+    assert lines[0] == 'Remediation: 0 fixed; 0 need a change by hand; 1 not run; 1 nothing to do'
+    assert '  audit before -> after: 1 closed, 1 still open or not measured, 1 new' in lines
+    assert '    pi1: llama_sleep_race ok -> at_risk, pi_ir_tx at_risk -> ok' in lines
     assert 'Remediation:' in '\n'.join(report_summary.summary_lines(built, {}))
     assert 'Remediation:' not in '\n'.join(report_summary.summary_lines(report.build(['pi1'], after, CHECKS, '0.2.0'), {}))
 
@@ -459,9 +461,12 @@ def test_failed_and_skipped_remediation_is_named():
                    'pi3': {'state': 'not_run', 'reason': 'not touched: the run stopped after pi2 failed in an earlier batch'},
                    'pi4': None}
     built = report.build(['pi1', 'pi2', 'pi3'], after, CHECKS, '0.2.0', before=before, remediation=remediation)
-    assert built['hosts'][0]['remediation'] == {'state': 'fixed', 'roles': ['homelab.postmortem.pi_ir_tx']}
+    assert dict((k, v) for k, v in built['hosts'][0]['remediation'].items() if k != 'outcomes') == {
+        'state': 'fixed', 'roles': ['homelab.postmortem.pi_ir_tx']}
     lines = report_summary.remediation_lines(built)
-    assert lines[0] == 'Remediation: 1 finding(s) fixed, 2 still open, 0 new'
+    # A record that reports no change (no role outcome) is never counted as fixed, though the finding closed.
+    assert lines[0] == 'Remediation: 0 fixed; 0 need a change by hand; 1 FAILED; 1 not run; 1 nothing to do'
+    assert built['outcomes'] == {'failed': 1, 'not_run': 1, 'nothing_to_do': 1}
     assert "  pi2: remediation FAILED in 'Apply the overlay fix': could not replace /boot: Read-only" in lines
     assert '  pi3: remediation not run: not touched: the run stopped after pi2 failed in an earlier batch' in lines
     assert json.loads(to_json(built))['hosts'][1]['remediation']['state'] == 'failed'
