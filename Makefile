@@ -49,8 +49,9 @@ collection: venv
 	@scripts/install-collection.sh
 
 audit: collection
-	@printf '==> %s\n' "ANSIBLE_COLLECTIONS_PATH='$(COLLECTIONS)' '$(VENV)/bin/ansible-playbook' homelab.postmortem.audit -i '$(INVENTORY)' -e '{\"postmortem_report_dir\": \"$(REPORT_DIR)\"}' $(AUDIT_ARGS)"
-	@"$(VENV)/bin/ansible-playbook" homelab.postmortem.audit -i "$(INVENTORY)" \
+	@printf '==> %s\n' "ANSIBLE_COLLECTIONS_PATH='$(COLLECTIONS)' ANSIBLE_STDOUT_CALLBACK=homelab.postmortem.summary '$(VENV)/bin/ansible-playbook' homelab.postmortem.audit -i '$(INVENTORY)' -e '{\"postmortem_report_dir\": \"$(REPORT_DIR)\"}' $(AUDIT_ARGS)"
+	@ANSIBLE_STDOUT_CALLBACK="$${ANSIBLE_STDOUT_CALLBACK:-homelab.postmortem.summary}" \
+		"$(VENV)/bin/ansible-playbook" homelab.postmortem.audit -i "$(INVENTORY)" \
 		-e '{"postmortem_report_dir": "$(REPORT_DIR)"}' $(AUDIT_ARGS)
 
 # Into the user's default collections path, so a plain ansible-playbook finds it.

@@ -196,7 +196,8 @@ def why_nothing_lines(report, checks):
     for (status, summary), (hosts, ids) in ordered[:REASONS_SHOWN]:
         where = ('on %d host(s)' % len(hosts)) if len(hosts) > 1 else 'on %s' % hosts[0]
         label = 'n/a' if status == 'not_applicable' else status
-        lines += wrapped_at_most('%s, %d check(s) %s (%s): %s' % (label, len(ids), where, _names(ids), summary), 3)
+        lines += wrapped_at_most('%s, %d check%s %s (%s): %s' % (label, len(ids), '' if len(ids) == 1 else 's', where,
+                                                                 _names(ids), summary), 3)
     if len(ordered) > REASONS_SHOWN:
         lines.append('  ... and %d more reason(s): every finding\'s is in the full report' % (len(ordered) - REASONS_SHOWN))
     return lines

@@ -298,7 +298,8 @@ def summary_lines(report, paths):
     if attention:
         tail += ['', 'Hosts that need attention, per check:'] + attention
     tail += report_answer.why_nothing_lines(report, checks)
-    if not report.get('nothing_audited'):
+    if not report.get('nothing_audited') and len(hosts) > 1:
+        # One host's counts are its findings, said above: the table is for fleets.
         tail += ['', 'Findings per check (number of hosts):'] + _counts_table(report, checks)
     totals = ', '.join('%s %d' % (k, report['totals'][k]) for k in STATUSES + HOST_PROBLEMS if k in report['totals'])
     # Paths are printed whole (a cut path is useless), on lines of their own.
