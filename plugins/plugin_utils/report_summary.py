@@ -28,7 +28,7 @@ WIDTH = 100
 LINES = 60
 WORST_HOSTS = 8
 MIN_WORST_HOSTS = 3
-REMEDIATION_HOSTS = 2
+ACCEPTED_SHOWN = 10
 # Statuses that need a person: a fix, or a look at why the audit could not tell.
 ATTENTION = ('affected', 'at_risk', 'error', 'unknown')
 _SHORT = {'not_applicable': 'n/a', 'unreachable': 'unreach'}
@@ -371,6 +371,10 @@ def drift_lines(report):
                        for cid, change in sorted((entry.get('drift') or {}).items()) if change in ('opened', 'reopened'))
     if changed:
         lines.append(fit('  now open: %s' % _names(changed, WIDTH - len('  now open: '))))
+    closed = ['%s/%s' % (entry['name'], cid) for entry in report['hosts']
+              for cid, change in sorted((entry.get('drift') or {}).items()) if change == 'closed']
+    if closed:
+        lines.append(fit('  closed: %s' % _names(closed, WIDTH - len('  closed: '))))
     lines += unmeasured_lines(report)
     if drift.get('hosts_dropped'):
         lines.append(fit('  dropped from the history (no run listed them for %s days): %s' % (
@@ -389,6 +393,13 @@ def accept_lines(report):
     if accept.get('expired'):
         line += '; %d expired, counting again' % accept['expired']
     lines = [fit(line + '.')]
+    named = [(entry['name'], cid, item) for entry in report['hosts']
+             for cid, item in sorted((entry.get('accepted') or {}).items()) if isinstance(item, dict)]
+    for host, cid, item in named[:ACCEPTED_SHOWN]:
+        until = (', until %s' % item['expires']) if item.get('expires') else ''
+        lines.append(fit('  accepted: %s/%s (#%s%s): %s' % (host, cid, item.get('entry'), until, one_line(item.get('reason'), 300))))
+    if len(named) > ACCEPTED_SHOWN:
+        lines.append('  ... and %d more accepted finding(s): see the full report' % (len(named) - ACCEPTED_SHOWN))
     expired = accept.get('expired_entries') or []
     if expired:
         named = ['#%d %s/%s (since %s)' % (e['number'], e['host'], e['check'], e['expires']) for e in expired]
