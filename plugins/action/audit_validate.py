@@ -13,7 +13,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils import audit_in
 from ansible_collections.homelab.postmortem.plugins.module_utils import audit_variables
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 from ansible_collections.homelab.postmortem.plugins.module_utils.facts_module import root_problem
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import accepted, report_drift, report_files, report_summary, terminal
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.controller_action import ControllerAction
 
 ARGUMENT_SPEC = dict(
@@ -181,9 +181,14 @@ class ActionModule(ControllerAction):
         result['ansible_facts'] = {'_postmortem_started_at': time.time(),
                                    '_postmortem_declared': declared.wire() if declared is not None and not found else []}
         if found:
+            # Each problem once, one per line, made visible: a check id from the operator's file or a value
+            # may hold escape codes, and ansible-core prints a task's msg as it is (#44, #49).
+            found = list(dict.fromkeys(found))
+            result['problems'] = found
             result['failed'] = True
-            result['msg'] = 'The %s was not started; fix its input first: %s' % (
-                'audit' if args['playbook'] == 'audit' else 'remediation', ' | '.join(found))
+            result['msg'] = 'The %s was not started; fix its input first (%d problem%s):\n%s' % (
+                'audit' if args['playbook'] == 'audit' else 'remediation', len(found), '' if len(found) == 1 else 's',
+                '\n'.join('- ' + terminal.visible(problem) for problem in found))
         return result
 
 

@@ -17,6 +17,7 @@ from ansible_collections.homelab.postmortem.plugins.module_utils.finding import 
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.terminal import visible
 
 MESSAGE_CHARS = 600
+MESSAGE_LINES = 60
 # A host's answer names its worst finding; at most this many characters of a check id are shown.
 ID_CHARS = 80
 ATTENTION = ('affected', 'at_risk', 'error', 'unknown')
@@ -80,9 +81,13 @@ class Progress(object):
 
 
 def failed(host, task, result):
-    """One line for a task that failed on a host (not an audit: that is a progress line)."""
+    """A task that failed on a host (not an audit: that is a progress line): one line, and the further
+    lines of a message written one problem per line (audit_validate's), each made visible."""
     msg = result.get('msg') if isinstance(result, dict) else None
-    return ['%s: FAILED in %r: %s' % (_one_line(host, 200), _one_line(task, 200), _one_line(msg or 'no message', 2000))]
+    lines = (msg if isinstance(msg, str) and msg.strip() else 'no message').strip().split('\n')
+    return ['%s: FAILED in %r: %s' % (_one_line(host, 200), _one_line(task, 200), _one_line(lines[0], 2000))] + [
+        '  %s' % _one_line(line, 2000) for line in lines[1:MESSAGE_LINES] if line.strip()] + (
+        ['  ... and %d more line(s)' % (len(lines) - MESSAGE_LINES)] if len(lines) > MESSAGE_LINES else [])
 
 
 def unreachable(host, result):

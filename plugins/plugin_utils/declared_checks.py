@@ -234,10 +234,32 @@ def _read(path, problems):
         return yaml.load(text, Loader=_Loader)  # nosec: _Loader is a SafeLoader
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        problems.append('%s:%s: %s' % (path, (mark.line + 1) if mark else '?', ' '.join(str(exc.problem or exc).split())[:300]))
+        problems.append('%s:%s: %s%s' % (path, (mark.line + 1) if mark else '?', ' '.join(str(exc.problem or exc).split())[:300],
+                                         _quote_hint(text, mark)))
     except (yaml.YAMLError, RecursionError) as exc:
         problems.append('%s: is not YAML: %s' % (path, ' '.join(str(exc).split())[:300]))
+    except (ValueError, TypeError, OverflowError) as exc:
+        # PyYAML's safe loader raises these for a value it takes for a date or number and cannot build
+        # (title: 2026-13-45, a 5,000-digit integer): said as the file's problem, never a bare Python error.
+        problems.append('%s: a value YAML reads as a date or number is not one (%s): quote it to keep it as text'
+                        % (path, ' '.join(str(exc).split())[:200]))
     return None
+
+
+# A plain YAML value cannot start with these: a JMESPath expression that does (!expr, `literal`, *.a, &key, @)
+# must be quoted. The likeliest mistake in a check file, so the error says how to write it.
+_NOT_PLAIN = '!`*&@%'
+
+
+def _quote_hint(text, mark):
+    if mark is None:
+        return ''
+    lines = text.split('\n')
+    rest = lines[mark.line][mark.column:].strip() if mark.line < len(lines) else ''
+    if not rest or rest[0] not in _NOT_PLAIN:
+        return ''
+    value = rest.split(' #', 1)[0].strip()[:60].replace("'", "''")
+    return " (a value that starts with %s must be quoted: '%s')" % (rest[0], value)
 
 
 def _groups(value, where, builtin_ids, builtin_groups):
@@ -295,8 +317,11 @@ def _load_file(path, jmespath_module, builtin_ids, builtin_groups, checks, probl
 def _text(value, where, key, limit, problems, required=True):
     if value is None and not required:
         return None
+    if value is None:
+        problems.append('%s: %s is missing (required)' % (where, key))
+        return None
     if not isinstance(value, str) or not value.strip():
-        problems.append('%s: %s must be text%s' % (where, key, '' if value is None else ', got %s' % type(value).__name__))
+        problems.append('%s: %s must be text, got %s' % (where, key, 'an empty text' if isinstance(value, str) else type(value).__name__))
         return None
     if len(value) > limit:
         problems.append('%s: %s is %d characters, at most %d' % (where, key, len(value), limit))

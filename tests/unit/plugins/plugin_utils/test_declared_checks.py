@@ -167,3 +167,30 @@ def test_a_controller_without_jmespath_gets_a_worded_error(tmp_path, monkeypatch
         declared_checks.load(str(tmp_path / 'checks.yml'), registry.BY_ID, registry.GROUPS)
     assert caught.value.problems[0].startswith('postmortem_check_files needs the Python package jmespath on the '
                                                'controller, in the Python that runs ansible-playbook')
+
+
+@pytest.mark.parametrize('line, hint', [
+    ("      affected: !unit.available", "(a value that starts with ! must be quoted: '!unit.available')"),
+    ("      affected: `true`", "(a value that starts with ` must be quoted: '`true`')"),
+    ('      affected: "backup.size == `0`"', None),
+])
+def test_an_unquoted_expression_gets_a_hint_where_yaml_stops(tmp_path, line, hint):
+    """#44: "could not determine a constructor for the tag '!unit.available'" alone did not say what to do."""
+    text = GOOD.replace("      affected: backup.size == `0`", line)
+    if hint is None:
+        _load(tmp_path, text)  # quoted: fine
+        return
+    [problem] = _problems(tmp_path, text)
+    assert problem.startswith('%s:15: ' % (tmp_path / 'checks.yml')), problem
+    assert problem.endswith(hint), problem
+
+
+def test_a_missing_required_key_says_missing(tmp_path):
+    [problem] = _problems(tmp_path, GOOD.replace('    docs: https://wiki.example/backup\n', ''))
+    assert problem.endswith('check site.backup_fresh: docs (a link or a line of text) is missing (required)'), problem
+
+
+@pytest.mark.parametrize('value', ['2026-13-45', '9' * 5000])
+def test_a_value_yaml_cannot_build_is_the_files_problem(tmp_path, value):
+    [problem] = _problems(tmp_path, GOOD.replace('    timeout: 20\n', '    timeout: %s\n' % value))
+    assert problem.startswith('%s: a value YAML reads as a date or number is not one' % (tmp_path / 'checks.yml')), problem
