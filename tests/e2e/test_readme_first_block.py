@@ -16,9 +16,11 @@ import subprocess
 
 import pytest
 
-from helpers import REPO_ROOT, VENV_BIN
+from helpers import REPO_ROOT
 
-SHIMMED = ['python', 'python3'] + ['python3.%d' % minor for minor in range(8, 15)]
+# python3 itself is the machine's real one (the block makes its virtualenv with it, #44); the versioned names
+# are the shims ansible-core's discovery tries first.
+SHIMMED = ['python'] + ['python3.%d' % minor for minor in range(8, 15)]
 SHIM = '#!/bin/sh\necho "pyenv: $(basename "$0"): command not found" >&2\nexit 127\n'
 
 
@@ -50,12 +52,14 @@ def pyenv_machine(tmp_path):
     for name in SHIMMED:
         (shims / name).write_text(SHIM)
         (shims / name).chmod(0o755)
+    (shims / 'python3').symlink_to('/usr/bin/python3')  # Debian's, with venv (scripts/setup-system.sh)
     home = tmp_path / 'home'
     home.mkdir()
     env = dict((k, v) for k, v in os.environ.items()
-               if not k.startswith(('ANSIBLE_', 'POSTMORTEM_', 'PYTHON', 'VIRTUAL_ENV')) and k != 'CONTAINERS_CONF')
+               if not k.startswith(('ANSIBLE_', 'POSTMORTEM_', 'PYTHON', 'VIRTUAL_ENV', 'PIP_')) and k != 'CONTAINERS_CONF')
+    # No ansible-core on PATH: the block installs its own (#44). /usr/bin and /bin for bash, tar and git.
     env.update({'HOME': str(home), 'ANSIBLE_COLLECTIONS_PATH': str(tmp_path / 'collections'), 'ANSIBLE_NOCOLOR': '1',
-                'PATH': os.pathsep.join([str(shims), VENV_BIN, env.get('PATH', '/usr/bin:/bin')])})
+                'PATH': os.pathsep.join([str(shims), '/usr/local/bin', '/usr/bin', '/bin'])})
     return env
 
 
@@ -76,8 +80,10 @@ def test_the_readme_first_block_audits_this_machine_on_a_pyenv_controller(tmp_pa
     block = first_block()
     lines = [line.split('#', 1)[0].strip() for line in block.splitlines()]
     commands = [line for line in lines if line]
-    # The tarball route first, Galaxy only once published; localhost carries its interpreter.
-    assert commands[0].startswith('ansible-galaxy collection build') and commands[1].startswith('ansible-galaxy collection install')
+    # ansible-core into a virtualenv first (a machine with only Python 3, #44), then the tarball route (Galaxy
+    # only once published); localhost carries its interpreter.
+    assert commands[0].startswith('python3 -m venv ') and commands[1].startswith("pip install 'ansible-core>=2.19")
+    assert commands[2].startswith('ansible-galaxy collection build') and commands[3].startswith('ansible-galaxy collection install')
     audit = [c for c in commands if c.startswith('ansible-playbook homelab.postmortem.audit') and 'localhost' in c]
     assert audit and all('ansible_python_interpreter' in c for c in audit), audit
     env = pyenv_machine(tmp_path)
@@ -104,7 +110,7 @@ def test_the_readme_first_block_audits_this_machine_on_a_pyenv_controller(tmp_pa
     # The control: the same line without the interpreter is what issue 35 met, localhost not audited.
     bare = re.sub(r"\s+-e\s+'ansible_python_interpreter=[^']*'", '', audit[0])
     assert bare != audit[0] and 'ansible_python_interpreter' not in bare
-    control = run_block(bare + ' -e postmortem_report_dir=control-report', checkout, env)
+    control = run_block('. ~/.venvs/postmortem/bin/activate\n' + bare + ' -e postmortem_report_dir=control-report', checkout, env)
     with open(os.path.join(checkout, 'control-report', 'postmortem.json')) as handle:
         failed = [h for h in json.load(handle)['hosts'] if h['name'] == 'localhost'][0]
     assert failed['state'] == 'failed' and 'pyenv' in failed['reason'], (failed, control.stdout[-2000:])

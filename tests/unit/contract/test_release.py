@@ -157,3 +157,16 @@ def test_matrix_without_python312_says_how_to_get_one(tmp_path):
     assert 'ansible-core 2.21 needs a Python 3.12 controller and none was found' in proc.stderr
     assert 'POSTMORTEM_PYTHON312=' in proc.stderr
     assert 'creating' not in proc.stderr and 'installing' not in proc.stderr
+
+
+def test_the_playbooks_stop_an_older_ansible_core_at_their_first_task():
+    """#44: Debian's ansible-core 2.14 only warned and ran the audit. The first task of each playbook asserts
+    the version meta/runtime.yml requires, so an older core stops there, saying which version is needed."""
+    requires = yaml.safe_load(_read('meta/runtime.yml'))['requires_ansible']
+    assert requires.startswith('>=')
+    for name in ('audit.yml', 'remediate.yml'):
+        plays = yaml.safe_load(_read('playbooks/' + name))
+        first = plays[0]['tasks'][0]
+        assert first['ansible.builtin.assert']['that'] == "ansible_version.full is version('%s', '>=')" % requires[2:], name
+        assert ('ansible-core %s or later' % requires[2:]) in first['ansible.builtin.assert']['fail_msg'], name
+        assert first.get('any_errors_fatal') is True and first.get('tags') == ['always'], name
