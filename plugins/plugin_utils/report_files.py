@@ -17,7 +17,7 @@ import os
 import tempfile
 import time
 
-from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_html, report_metrics
+from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_docs, report_html, report_metrics, report_summary
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report import hosts_findings_json, to_json_parts
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_junit import to_junit_parts
 
@@ -163,7 +163,23 @@ def write(report, dest, formats):
             problems.append('%s was not written: %s' % (path, exc.strerror or exc))
             continue
         paths[fmt] = path
+    if 'html' in paths:
+        problems += _write_docs(report, dest)
     return paths, problems
+
+
+def _write_docs(report, dest):
+    """The built-in checks' docs pages, rendered beside the HTML report (its "Docs" links): [problems]."""
+    folder = os.path.join(dest, report_docs.DOCS_DIR)
+    try:
+        rendered = report_docs.pages([c['id'] for c in report['checks'] if not c.get('declared')], report_summary.docs_dir())
+        if rendered and not os.path.isdir(folder):
+            os.mkdir(folder)
+        for name, text in sorted(rendered.items()):
+            _atomic_write(os.path.join(folder, name), [text])
+    except (IOError, OSError, UnicodeDecodeError) as exc:
+        return ['the docs pages in %s were not written: %s' % (folder, getattr(exc, 'strerror', None) or exc)]
+    return []
 
 
 def _last_good_record(dest, json_name, read_report):

@@ -25,6 +25,7 @@ from html import escape as _escape
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import DISRUPTIONS, STATUS_RANK
 from ansible_collections.homelab.postmortem.plugins.plugin_utils import report_summary
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_docs import DOCS_DIR
 from ansible_collections.homelab.postmortem.plugins.plugin_utils.report_html_page import PAGE
 
 CHUNK = 200
@@ -102,7 +103,8 @@ def index(report):
     found = {'generator': report['generator'], 'generated_at': report['generated_at'], 'checks': checks,
              'statuses': report['statuses'], 'totals': report['totals'], 'hosts': hosts, 'chunk': CHUNK,
              'codes': dict((v, k) for k, v in CODES.items()), 'short': SHORT, 'disruptions': list(DISRUPTIONS)}
-    found['docs'] = report_summary.docs_dir()
+    # The built-in checks' pages, rendered beside the report (report_docs.DOCS_DIR): a relative link opens anywhere.
+    found['docs'] = DOCS_DIR
     drift = report.get('drift') or {}
     if drift.get('since'):
         found['drift'] = {'since': drift['since'], 'counts': drift.get('counts') or {}}
@@ -118,10 +120,22 @@ def _meta(report):
         ' \u2014 CHECK MODE: nothing was changed' if checked else ''), 500)
 
 
+OUTCOME_WORDS = (('fixed', 'fixed'), ('would_fix', 'would fix'), ('manual', 'need a change by hand'), ('failed', 'FAILED'),
+                 ('not_run', 'not run'), ('nothing_to_do', 'nothing to do'))
+
+
 def _totals(report):
-    """The totals, and when nothing was audited, why (with the last good report's link)."""
-    parts = ['<span data-total="%s">%s: %d</span>' % (s, s, report['totals'][s])
-             for s in list(report['statuses']) + list(HOST_STATES) if report['totals'].get(s)]
+    """The totals (a remediation's outcomes first: before/after is what that page is for), and when nothing
+    was audited, why (with the last good report's link)."""
+    parts = []
+    if report.get('kind') == 'remediation':
+        outcomes = report.get('outcomes') or {}
+        parts.append('<div id="outcomes"><strong>Remediation%s:</strong> %s</div>' % (
+            ' (check mode: nothing was changed)' if (report.get('run') or {}).get('check_mode') else '',
+            ' '.join('<span data-outcome="%s">%s %d</span>' % (key, word, outcomes[key]) for key, word in OUTCOME_WORDS
+                     if outcomes.get(key)) or 'no finding was open before the run'))
+    parts += ['<span data-total="%s">%s: %d</span>' % (s, s, report['totals'][s])
+              for s in list(report['statuses']) + list(HOST_STATES) if report['totals'].get(s)]
     if report.get('nothing_audited'):
         parts.append('<strong id="nothing-audited">NOTHING WAS AUDITED: %s. This is not an older run\'s report.</strong>'
                      % _text(report['nothing_audited'], 2000))
@@ -145,36 +159,56 @@ def worst_hosts(report, limit=WORST_HOSTS):
     return len(needing), [(entry, cid, status) for _r, _p, entry, (cid, status) in heapq.nsmallest(limit, needing)]
 
 
-def _static(report):
-    """The worst finding per host and the checks' legend, in the page itself: what a reader without
-    JavaScript sees, and the legend of the grid's abbreviated cells and rotated headers."""
+def _fix_cell(entry, cid, status, declared, row):
+    """The fix of one row of the worst-findings table: the remediate command (selectable, with a copy
+    button), the step by hand, or why none is offered."""
+    if cid is None:
+        return 'the reason says why it could not be audited'
+    if status not in report_summary.OPEN:
+        return 'no fix offered: the audit could not tell (%s)' % _text(status)
+    fix = (entry.get('fix') or {}).get(cid)
+    if isinstance(fix, dict) and isinstance(fix.get('command'), str):
+        return ('<code class="cmd" id="cmd-%d">%s</code><button type="button" class="copy" data-for="cmd-%d">Copy</button>%s' % (
+            row, _text(fix['command'], 4000), row, ('<br>%s' % _text(fix['note'], 300)) if fix.get('note') else ''))
+    if isinstance(fix, dict) and isinstance(fix.get('manual'), str):
+        return 'by hand: %s' % _text(fix['manual'], 500)
+    return _text(report_summary.fix_text(cid, entry['findings'][cid], declared.get(cid)), 300)
+
+
+def _worst(report):
+    """The worst finding per host with the command that fixes it: the first thing on the page (#44), and
+    what a reader without JavaScript sees."""
     needing, rows = worst_hosts(report)
     declared = dict((c['id'], c['declared']) for c in report['checks'] if c.get('declared'))
-    lines = ['<section id="worst"><h2>Worst finding per host</h2>']
+    lines = ['<section id="worst"><h2>What needs attention: the worst finding per host, and its fix</h2>']
     if not rows:
         lines.append('<p>Nothing needs attention.</p>')
     else:
-        lines.append('<p>%d host(s) need attention%s; every finding is in the grid (it needs JavaScript) and in postmortem.json beside this page.</p>' % (
-            needing, ', the worst %d shown' % len(rows) if needing > len(rows) else ''))
+        lines.append('<p>%d host(s) need attention%s. A fix command shows the diff in check mode; drop --check to apply. '
+                     'Every finding is in the grid below and in postmortem.json beside this page.</p>' % (
+                         needing, ', the worst %d shown' % len(rows) if needing > len(rows) else ''))
         lines.append('<table><thead><tr><th>host</th><th>check</th><th>status</th><th>what was found</th><th>fix</th></tr></thead><tbody>')
-        for entry, cid, status in rows:
-            if cid is None:
-                what, fix = entry.get('reason'), 'the reason says why it could not be audited'
-            else:
-                finding = entry['findings'][cid]
-                what = finding.get('summary')
-                fix = (report_summary.fix_text(cid, finding, declared.get(cid)) if status in report_summary.OPEN
-                       else 'no fix offered: the audit could not tell (%s)' % status)
-            lines.append('<tr data-host="%s"><th scope="row">%s</th><td>%s</td><td class="s s-%s">%s</td><td>%s</td><td>%s</td></tr>' % (
+        for row, (entry, cid, status) in enumerate(rows):
+            what = entry.get('reason') if cid is None else entry['findings'][cid].get('summary')
+            lines.append('<tr data-host="%s"><th scope="row">%s</th><td>%s</td><td class="s s-%s">%s</td><td>%s</td><td class="fix">%s</td></tr>' % (
                 _text(entry['name']), _text(entry['name']), _text(cid or '(host)'), _text(status), _text(status),
-                _text(what), _text(fix, 300)))
+                _text(what), _fix_cell(entry, cid, status, declared, row)))
         lines.append('</tbody></table>')
     lines.append('</section>')
-    lines.append('<section id="legend"><h2>Checks</h2><dl>')
+    return '\n'.join(lines)
+
+
+def _static(report):
+    """The checks' legend, below the grid: the legend of its abbreviated cells and rotated headers."""
+    lines = ['<section id="legend"><h2>Checks</h2><dl>']
     lines += ['<dt>%s</dt><dd>%s</dd>' % (_text(c['id']), _text(c['title'])) for c in report['checks']]
     lines.append('</dl><p id="status-legend">Cells: %s.</p></section>' % ', '.join(
         '%s %s' % (_text(SHORT[s]), s) for s in list(report['statuses']) + list(HOST_STATES) if s in SHORT))
     return '\n'.join(lines)
+
+
+def _title(report):
+    return 'homelab.postmortem %s' % ('remediation report' if report.get('kind') == 'remediation' else 'fleet report')
 
 
 def render_html_parts(report, findings_text):
@@ -182,12 +216,16 @@ def render_html_parts(report, findings_text):
     of hosts[i]'s findings, made once for every format."""
     hosts = report['hosts']
     # Split the template once, before any text goes in: host text that reads like a placeholder must not be replaced.
-    before_meta, rest = PAGE.split('__REPORT_META__')
+    before_title, rest = PAGE.split('__REPORT_TITLE__')
+    before_heading, rest = rest.split('__REPORT_HEADING__')
+    before_meta, rest = rest.split('__REPORT_META__')
     before_totals, rest = rest.split('__REPORT_TOTALS__')
+    before_worst, rest = rest.split('__REPORT_WORST__')
     before_static, rest = rest.split('__REPORT_STATIC__')
     head, rest = rest.split('__REPORT_INDEX__')
     middle, tail = rest.split('__REPORT_CHUNKS__')
-    yield before_meta + _meta(report) + before_totals + _totals(report) + before_static + _static(report)
+    yield (before_title + _title(report) + before_heading + _title(report) + before_meta + _meta(report) + before_totals
+           + _totals(report) + before_worst + _worst(report) + before_static + _static(report))
     yield head + _script_safe_json(index(report)) + middle
     for number, start in enumerate(range(0, len(hosts), CHUNK)):
         block = '{' + ','.join('%s:%s' % (_ENCODER.encode(entry['name']), findings_text[start + offset])

@@ -13,7 +13,7 @@ PAGE = u'''<!DOCTYPE html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>homelab.postmortem fleet report</title>
+<title>__REPORT_TITLE__</title>
 <script>document.documentElement.className = "js";</script>
 <style>
 :root { --ok:#2e7d32; --affected:#c62828; --at_risk:#ef6c00; --not_applicable:#9e9e9e; --unknown:#6d4c41;
@@ -59,6 +59,12 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
 #worst, #legend { padding: 8px 20px; font-size: 13px; }
 #worst h2, #legend h2 { font-size: 15px; }
 #worst td.s { color: #fff; font-weight: 600; white-space: nowrap; }
+#worst td.fix { max-width: 46em; }
+#worst code.cmd { display: block; white-space: pre-wrap; overflow-wrap: anywhere; font-size: 12px; background: #f5f5f5;
+                  padding: 4px 6px; user-select: all; }
+#worst button.copy { margin-top: 3px; font-size: 12px; }
+html:not(.js) #worst button.copy { display: none; }
+#outcomes span { margin-right: 10px; }
 #legend dl { display: grid; grid-template-columns: max-content auto; gap: 2px 12px; margin: 0; }
 #legend dt { font-weight: 600; }
 #legend dd { margin: 0; }
@@ -66,12 +72,13 @@ td.empty { background: #f5f5f5; color: #9e9e9e; }
 </head>
 <body>
 <header>
-  <h1>homelab.postmortem fleet report</h1>
+  <h1 id="title">__REPORT_HEADING__</h1>
   <div class="meta" id="meta"><span id="meta-text">__REPORT_META__</span></div>
   <div class="meta" id="totals">__REPORT_TOTALS__</div>
 </header>
-<noscript><p>This page draws its grid with JavaScript; without it, the totals are above and the worst finding per
-host below; every finding is in postmortem.json beside this page.</p></noscript>
+__REPORT_WORST__
+<noscript><p>This page draws its grid with JavaScript; without it, the totals are above, the worst finding per
+host with its fix above, and the checks below; every finding is in postmortem.json beside this page.</p></noscript>
 <section id="overview" class="needs-js"><h2 style="font-size:15px">Hosts per check and status</h2>
   <table id="counts"><thead></thead><tbody></tbody></table></section>
 <div id="filters" class="needs-js" role="group" aria-label="Filter by status"><strong>Show status:</strong></div>
@@ -353,10 +360,11 @@ __REPORT_CHUNKS__
     addList(box, automated ? "Manual steps" : "Fix", remediation.manual, function (m) { return el("li", {}, m); });
     // A declared check's docs are its own (a link or a line of text, from its check file).
     var declared = check.declared;
-    var page = declared ? declared.docs : report.docs + "/" + box.getAttribute("data-check") + ".md";
+    // A built-in check's page is shipped beside the report, rendered (report_docs): it opens on any machine.
+    var page = declared ? declared.docs : report.docs + "/" + box.getAttribute("data-check") + ".html";
     var docs = el("p", {"class": "docs"}, "Docs: ");
     if (!declared) {
-      docs.appendChild(el("a", {href: "file://" + encodeURI(page)}, page));
+      docs.appendChild(el("a", {href: encodeURI(page)}, box.getAttribute("data-check") + " (what breaks, how it is detected, the fix)"));
     } else if (/^https?:\\/\\//.test(page)) {
       docs.appendChild(el("a", {href: page, rel: "noreferrer"}, page));
     } else {
@@ -371,6 +379,18 @@ __REPORT_CHUNKS__
     box.appendChild(el("h3", {}, "Evidence"));
     box.appendChild(el("pre", {"class": "evidence"}, JSON.stringify(evidence, null, 2)));
   }
+  // The fix commands of the worst-findings table: a copy button each (the command is selectable text without it).
+  Array.prototype.forEach.call(document.querySelectorAll("#worst button.copy"), function (button) {
+    button.addEventListener("click", function () {
+      var code = document.getElementById(button.getAttribute("data-for"));
+      var done = function () { button.textContent = "Copied"; };
+      if (navigator.clipboard && navigator.clipboard.writeText) {
+        navigator.clipboard.writeText(code.textContent).then(done, function () { window.getSelection().selectAllChildren(code); });
+      } else {
+        window.getSelection().selectAllChildren(code);
+      }
+    });
+  });
 }());
 </script>
 </body>

@@ -300,3 +300,35 @@ def test_every_column_fits_at_1280_and_1920_and_the_page_reads_without_javascrip
         browser.save_screenshot(str(tmp_path / 'no-javascript.png'))
     finally:
         browser.execute_cdp_cmd('Emulation.setScriptExecutionDisabled', {'value': False})
+
+
+def test_the_first_screen_at_1280_by_800_is_the_answer_with_its_command(browser, report):
+    """#44: the count table and the grid filled the first screen and the worst findings with their fix were
+    below the fold. Now the worst-findings table with the remediate command is first, inside 1280x800; its
+    copy button copies the command; the docs link opens a rendered page beside the report. Without
+    JavaScript the command is there as selectable text."""
+    browser.execute_cdp_cmd('Emulation.setDeviceMetricsOverride', {'width': 1280, 'height': 800, 'deviceScaleFactor': 1, 'mobile': False})
+    browser.get('file://%s/postmortem.html' % report.report_dir)
+    assert browser.execute_script('return window.innerHeight') == 800
+    command = browser.find_element(By.CSS_SELECTOR, '#worst tr[data-host="pi-image"] code.cmd')
+    bottom = browser.execute_script('return arguments[0].getBoundingClientRect().bottom', command)
+    overview = browser.execute_script('return document.getElementById("overview").getBoundingClientRect().top')
+    browser.save_screenshot(str(report.report_dir) + '/first-screen-1280x800.png')
+    assert 0 < bottom <= 800 and bottom < overview, (bottom, overview)
+    assert command.text.replace('\n', ' ').startswith('ansible-playbook homelab.postmortem.remediate -i ')
+    assert report.host('pi-image')['fix']['pi_ir_tx']['command'] == command.get_attribute('textContent')
+    assert browser.find_element(By.CSS_SELECTOR, '#worst tr[data-host="pi-image"] button.copy').is_displayed()
+    # The docs link: a page shipped beside the report, rendered, relative (no file:// path of this machine).
+    details = open_cell(browser, 'pi-image', 'pi_ir_tx')
+    link = details.find_element(By.CSS_SELECTOR, 'p.docs a')
+    assert link.get_attribute('href').endswith('/postmortem-docs/pi_ir_tx.html')
+    link.click()
+    assert browser.find_element(By.TAG_NAME, 'h1').text.startswith('pi_ir_tx')
+    browser.execute_cdp_cmd('Emulation.setScriptExecutionDisabled', {'value': True})
+    try:
+        browser.get('file://%s/postmortem.html' % report.report_dir)
+        code = browser.find_element(By.CSS_SELECTOR, '#worst tr[data-host="pi-image"] code.cmd')
+        assert code.is_displayed() and '--tags pi_ir_tx' in code.text
+        assert not browser.find_element(By.CSS_SELECTOR, '#worst button.copy').is_displayed()
+    finally:
+        browser.execute_cdp_cmd('Emulation.setScriptExecutionDisabled', {'value': False})

@@ -127,3 +127,16 @@ def test_every_remediation_role_hands_its_outcome_fact():
         assert setters, '%s does not set %s' % (role, name)
         assert set(setters[-1]['ansible.builtin.set_fact'][name]) == {'changed', 'by_hand'}
         assert tasks[-1] is setters[-1], '%s must set %s last, after every step that changes or decides' % (role, name)
+
+
+def test_the_remediation_page_has_its_own_title_and_its_outcomes_first():
+    from ...helpers.report import render_html
+    record = {'state': 'ran', 'outcomes': {'pi_ir_tx': {'outcome': 'ran', 'changed': True}}}
+    built = report.build(['pi'], {'pi': result(pi_ir_tx='ok')}, CHECKS, '0.2.0', before={'pi': result(pi_ir_tx='at_risk')},
+                         remediation={'pi': record}, scope={'check_mode': False})
+    page = render_html(built)
+    assert '<title>homelab.postmortem remediation report</title>' in page
+    assert page.index('<div id="outcomes"><strong>Remediation:</strong> <span data-outcome="fixed">fixed 1</span>') < page.index(
+        'data-total=')
+    audit = render_html(report.build(['pi'], {'pi': result(pi_ir_tx='ok')}, CHECKS, '0.2.0'))
+    assert '<title>homelab.postmortem fleet report</title>' in audit and 'id="outcomes"' not in audit

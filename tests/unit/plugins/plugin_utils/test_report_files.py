@@ -31,7 +31,7 @@ def write(tmp_path, built):
 
 def test_a_remediation_report_is_written_beside_the_audits_never_over_it(tmp_path):
     write(tmp_path, report.build(['pi1'], GOOD, CHECKS, '0.2.0'))
-    before = dict((name, (tmp_path / name).read_bytes()) for name in os.listdir(str(tmp_path)))
+    before = dict((name, (tmp_path / name).read_bytes()) for name in os.listdir(str(tmp_path)) if (tmp_path / name).is_file())
     remediated = report.build(['pi1'], GOOD, CHECKS, '0.2.0', before=GOOD)
     paths = write(tmp_path, remediated)
     assert sorted(os.path.basename(p) for p in paths.values()) == [
@@ -148,3 +148,14 @@ def test_the_report_directory_is_resolved_as_audit_reports_path_option_resolves_
     assert report_files.report_dir_path('postmortem-report') == str(tmp_path / 'postmortem-report')
     assert report_files.report_dir_path('~/r/$SITE') == '/home/op/r/lab'
     assert report_files.textfile_dir_path('~/t') == str(tmp_path / '~' / 't')
+
+
+def test_the_html_reports_docs_links_open_a_rendered_page_beside_it(tmp_path):
+    """#44: "Docs" was a file:// link to raw Markdown in the collection, dead on another machine. The pages
+    are rendered into postmortem-docs/ beside the report and the page links there, relatively."""
+    write(tmp_path, report.build(['pi1'], GOOD, CHECKS, '0.2.0'))
+    page = (tmp_path / 'postmortem-docs' / 'pi_ir_tx.html').read_text()
+    assert page.startswith('<!DOCTYPE html>') and '<h1>' in page and '<pre>' in page
+    assert '```' not in page and '](' not in page
+    html = (tmp_path / 'postmortem.html').read_text()
+    assert '"docs":"postmortem-docs"' in html and 'file://' not in html
