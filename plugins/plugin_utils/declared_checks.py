@@ -206,7 +206,12 @@ def load(paths, builtin_ids, builtin_groups):
     files = check_files(paths)
     checks, problems, seen = [], [], {}
     for path in files:
-        _load_file(path, declared_jmespath, set(builtin_ids), set(builtin_groups), checks, problems, seen)
+        try:
+            _load_file(path, declared_jmespath, set(builtin_ids), set(builtin_groups), checks, problems, seen)
+        except (TypeError, ValueError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+            # A shape no check above foresaw: still the file's problem, with its name, never a bare Python error (#49).
+            problems.append('%s: this file could not be read as check files are written (%s: %s); see docs/declared_checks.md'
+                            % (path, type(exc).__name__, ' '.join(str(exc).split())[:200]))
     if len(checks) > MAX_CHECKS:
         problems.append('postmortem_check_files holds %d checks, at most %d' % (len(checks), MAX_CHECKS))
     ids = set(c.id for c in checks)
@@ -369,7 +374,9 @@ def _check(path, line, entry, jmespath_module, builtin_ids, builtin_groups, file
                         % (where('timeout'), spec.MAX_CHECK_TIMEOUT, timeout))
     gather = _gather(entry.get('gather'), where, entry, problems)
     # The names of questions that have problems of their own count too: one mistake, one message.
-    names = [q.get('name') for q in entry.get('gather') or [] if isinstance(q, dict) and isinstance(q.get('name'), str)]
+    # gather: 5 or gather: true is _gather's problem to word; iterating it here was a bare TypeError (#49).
+    asked = entry.get('gather') if isinstance(entry.get('gather'), list) else []
+    names = [q.get('name') for q in asked if isinstance(q, dict) and isinstance(q.get('name'), str)]
     judge = _judge(entry.get('judge'), where, entry, names, jmespath_module, problems)
     if len(problems) > before:
         return None

@@ -254,7 +254,8 @@ _CONVERT = {
 def options_of(kind):
     """Every option a question of ``kind`` takes: the common ones and the kind's."""
     merged = dict(COMMON)
-    merged.update(KINDS.get(kind) or {})
+    # A kind that is not text ([file], {a: 1} from a malformed file) has no options of its own (and is no dict key).
+    merged.update((KINDS.get(kind) if isinstance(kind, str) else None) or {})
     return merged
 
 
@@ -267,13 +268,13 @@ def normalize_question(question):
         return None, [(None, 'a question must be a mapping (name, kind and its options), got %s' % _type(question))]
     problems = []
     kind = question.get('kind')
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         problems.append(('kind', 'must be one of %s, got %r' % (', '.join(sorted(KINDS)), kind)
                          if kind is not None else 'is missing (one of %s)' % ', '.join(sorted(KINDS))))
     options = options_of(kind)
     normalized = {}
     for key in question:
-        if key not in options and kind in KINDS:
+        if key not in options and isinstance(kind, str) and kind in KINDS:
             problems.append((key, 'unknown option'))
     for key, option in sorted(options.items()):
         if key not in question or question[key] is None:

@@ -194,3 +194,19 @@ def test_a_missing_required_key_says_missing(tmp_path):
 def test_a_value_yaml_cannot_build_is_the_files_problem(tmp_path, value):
     [problem] = _problems(tmp_path, GOOD.replace('    timeout: 20\n', '    timeout: %s\n' % value))
     assert problem.startswith('%s: a value YAML reads as a date or number is not one' % (tmp_path / 'checks.yml')), problem
+
+
+@pytest.mark.parametrize('old, new, expected', [
+    # #49's corpus: each was a bare Python error with no file, check or field.
+    ('    gather:\n      - name: backup\n        kind: file\n        path: /srv/backup/latest.tar\n', '    gather: 5\n',
+     'check site.backup_fresh: gather must be a list of 1 to 20 questions'),
+    ('    gather:\n      - name: backup\n        kind: file\n        path: /srv/backup/latest.tar\n', '    gather: true\n',
+     'check site.backup_fresh: gather must be a list of 1 to 20 questions'),
+    ('        kind: file\n', '        kind: [file]\n', "check site.backup_fresh: gather[0] (backup): kind must be one of"),
+    ('        kind: file\n', '        kind: {a: 1}\n', "check site.backup_fresh: gather[0] (backup): kind must be one of"),
+])
+def test_a_malformed_field_is_named_with_file_check_and_field(tmp_path, old, new, expected):
+    assert old in GOOD
+    problems = _problems(tmp_path, GOOD.replace(old, new))
+    assert any(expected in p and p.startswith(str(tmp_path / 'checks.yml') + ':') for p in problems), problems
+    assert not any('object is not iterable' in p or 'unhashable' in p for p in problems), problems
