@@ -26,6 +26,7 @@ import calendar
 import datetime
 import difflib
 import json
+import math
 import re
 import time
 
@@ -114,15 +115,19 @@ def equal(left, right, limits):
     return True
 
 
-def measure(value, what, max_values=MAX_RESULT_VALUES, max_chars=MAX_RESULT_CHARS):
+def measure(value, what, max_values=MAX_RESULT_VALUES, max_chars=MAX_RESULT_CHARS, finite=False):
     """Raise JudgeFailure when ``value``, written out, holds more than ``max_values`` values or
-    ``max_chars`` characters of text (every path counted: shared parts count each time)."""
+    ``max_chars`` characters of text (every path counted: shared parts count each time); with ``finite``,
+    also when it holds a number that is not finite (NaN or an infinity: no gatherer of ours sends one, and
+    NaN makes every comparison false, so a lying host's NaN would read as ok, #49)."""
     pending, values, chars = [value], 0, 0
     while pending:
         item = pending.pop()
         values += 1
         if values > max_values:
             raise JudgeFailure('%s gave a result of more than %d values' % (what, max_values))
+        if finite and isinstance(item, float) and not math.isfinite(item):
+            raise JudgeFailure('%s hold a number that is not finite (%r): a host never measures one' % (what, item))
         if isinstance(item, str):
             chars += len(item)
         elif isinstance(item, dict):

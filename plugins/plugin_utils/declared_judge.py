@@ -19,6 +19,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 
 from ansible_collections.homelab.postmortem.plugins.module_utils.declared.spec import MAX_ANSWER_CHARS
 from ansible_collections.homelab.postmortem.plugins.module_utils.finding import (
@@ -187,8 +188,11 @@ def judge_check(check, answer, host):
     if not isinstance(answers, dict) or isinstance(now, bool) or not isinstance(now, (int, float, type(None))):
         return _finding(check, 'error', 'The host\'s answers for %s are not a mapping with the host\'s time; not judged.'
                         % check.id)
+    if isinstance(now, float) and not math.isfinite(now):
+        # NaN made every age comparison false (ok), an infinity at_risk: a time that is no time is an error (#49).
+        return _finding(check, 'error', 'The host\'s time for %s is not a finite number (%r); not judged.' % (check.id, now))
     try:
-        jp.measure(answers, 'the host\'s answers', max_values=MAX_ANSWER_CHARS // 4, max_chars=MAX_ANSWER_CHARS)
+        jp.measure(answers, 'the host\'s answers', max_values=MAX_ANSWER_CHARS // 4, max_chars=MAX_ANSWER_CHARS, finite=True)
         context = dict(answers)
         context['now'] = now
         context['host'] = host

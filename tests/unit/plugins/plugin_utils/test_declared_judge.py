@@ -180,3 +180,18 @@ def test_judged_findings_go_through_the_report_like_built_in_ones(checks):
     assert report['hosts'][0]['findings']['site.backup']['status'] == 'affected'
     assert report['hosts'][1]['state'] == 'unreachable'
     assert [c['id'] for c in report['checks']] == ['site.backup']
+
+
+@pytest.mark.parametrize('now', [float('nan'), float('inf'), float('-inf')])
+def test_a_host_time_that_is_no_number_is_an_error_not_ok(checks, now):
+    """#49: a lying host's now: NaN was judged ok (every age comparison false), Infinity at_risk."""
+    finding = _judge(checks, 'site.backup', _backup(age=27 * 3600), now=now)
+    assert finding['status'] == 'error' and 'is not a finite number' in finding['summary'], finding
+
+
+@pytest.mark.parametrize('field, value', [('mtime', float('nan')), ('size', float('inf'))])
+def test_a_non_finite_number_in_the_answers_is_an_error(checks, field, value):
+    answers = _backup()
+    answers['backup'][field] = value
+    finding = _judge(checks, 'site.backup', answers)
+    assert finding['status'] == 'error' and 'not finite' in finding['summary'], finding
