@@ -159,9 +159,12 @@ def remediation_selection(value, name, declared=()):
     the run's declared check ids (their fix is advice, never a role)."""
     items = _unpadded(typed_list(value, name), name)
     with_role = [d.ID for d in registry.DETECTIONS if d.REMEDIATION.get('role')]
-    problems = []
-    for item in items:
+    problems, more = [], 0
+    for item in dict.fromkeys(items):
         if item == 'all' or item in with_role:
+            continue
+        if len(problems) >= registry.NAMES_SHOWN:
+            more += 1  # counted, not worded: a "did you mean" for 100,000 names took seconds (#49)
             continue
         if item in declared:
             problems.append('%s is a declared check: its fix is advice and a docs link, never a role' % item)
@@ -172,7 +175,7 @@ def remediation_selection(value, name, declared=()):
         problems.append('%r is not a detection with a remediation role%s; those are: %s' % (
             item, did_you_mean(item, with_role + ['all']), ', '.join(with_role)))
     if problems:
-        raise registry.SelectionError('; '.join(problems))
+        raise registry.SelectionError('; '.join(problems) + (('; and %d more name(s) that are not either' % more) if more else ''))
     return items
 
 
@@ -222,11 +225,14 @@ def check_tags(run_tags, skip_tags, declared=()):
     """Problems with --tags/--skip-tags: each must be a detection id (the registry's or a declared
     check's of this run), or one of Ansible's own."""
     known = set(registry.BY_ID) | set(ANSIBLE_SPECIAL_TAGS) | set(declared)
-    found = []
+    found, more = [], 0
     for option, tags in (('--tags', run_tags), ('--skip-tags', skip_tags)):
-        for tag in tags or ():
+        for tag in dict.fromkeys(tags or ()):
             if tag in known:
+                continue
+            if len(found) >= registry.NAMES_SHOWN:
+                more += 1
                 continue
             found.append('%s %s names no detection%s; known: %s' % (
                 option, tag, did_you_mean(tag, known), ', '.join(list(registry.BY_ID) + list(declared))))
-    return found
+    return found + (['and %d more tag(s) that name no detection' % more] if more else [])
