@@ -264,3 +264,49 @@ def test_a_command_that_daemonizes_leaves_nothing_running(tmp_path):
     finally:
         for pid in _sleeping(returns) + _sleeping(hangs):
             os.kill(pid, 9)
+
+
+def test_an_answer_of_800000_values_is_refused_on_the_host(tmp_path):
+    """#49: a 4 MiB JSON file of 800,000 short strings passed the host's per-text cap; the controller refused
+    it ("more than 524288 values") only after Ansible had carried it over (37-71 s for a 10 s check). The host
+    counts the values as the controller does and refuses it there: the result that travels is one line."""
+    data = tmp_path / 'big.json'
+    data.write_text(json.dumps(['a'] * 800000))
+    assert 3 * 1024 * 1024 < data.stat().st_size <= 4 * 1024 * 1024
+    checks = _write(tmp_path, '''\
+checks:
+  - id: site.big
+    title: A big JSON file
+    docs: tests/e2e/test_declared_checks_real.py
+    gather:
+      - {name: big, kind: file, path: %s, content: json, max_bytes: 4194304}
+    judge:
+      affected: length(big.content) > `0`
+      summary: "read"
+''' % data)
+    run = run_audit(tmp_path, _localhost(), {'postmortem_check_files': checks, 'postmortem_checks': ['declared']})
+    assert run.proc.returncode == 0, run.output[-3000:]
+    finding = run.finding('localhost', 'site.big')
+    assert finding['status'] == 'error', finding
+    assert finding['summary'].startswith('the answers hold more than 524288 values (question big)'), finding['summary']
+    assert os.path.getsize(os.path.join(run.report_dir, 'postmortem.json')) < 200 * 1024
+
+
+def test_escape_codes_in_a_check_id_never_reach_the_terminal(tmp_path):
+    """#49: the refusal of a bad id began with the raw id and ansible-core prints a task's msg as it is:
+    ESC]0;...BEL set the terminal's title, ESC[2J cleared the screen. Every problem line is made visible."""
+    checks = _write(tmp_path, '''\
+checks:
+  - id: "site.x\\e]0;owned\\a\\e[2J"
+    title: t
+    docs: d
+    gather:
+      - {name: f, kind: file, path: /etc/hostname}
+    judge:
+      affected: f.exists
+      summary: "s"
+''')
+    run = run_audit(tmp_path, _localhost(), {'postmortem_check_files': checks})
+    assert run.proc.returncode != 0
+    assert '\x1b' not in run.output and '\x07' not in run.output, repr(run.output[-2000:])
+    assert '\\x1b]0;owned\\x07\\x1b[2J' in run.output, run.output[-2000:]
