@@ -137,25 +137,6 @@ def _command_vars(hostvars, host):
     return found
 
 
-def _fixes(report, hostvars, dest, described):
-    """Each host's open findings with what fixes them (``fix``: {check: fix_outcome.fix_entry()}): the
-    remediate command for that host and check, or what to do by hand. Built from the run's inventory,
-    the host's name and the check's id, never from a host's text."""
-    inventory = (report.get('run') or {}).get('inventory') or []
-    for entry in report['hosts']:
-        if entry['state'] != 'audited':
-            continue
-        open_ids = [cid for cid, f in entry['findings'].items() if isinstance(f, dict) and f.get('status') in fleet_report.OPEN]
-        if not open_ids:
-            continue
-        host_vars = _command_vars(hostvars, entry['name'])
-        fixes = {}
-        for cid in sorted(open_ids):
-            argv, note = fix_outcome.command(inventory, entry['name'], cid, host_vars, dest)
-            fixes[cid] = fix_outcome.fix_entry(cid, argv, note, (described or {}).get(cid))
-        entry['fix'] = fixes
-
-
 def _drift(report, dest, known, previous):
     """The drift history to write after this run (report['drift'] is set), or None when there is none
     to keep: a remediation run, or a run without hosts. Only the ids this run knows are compared, kept
@@ -243,7 +224,8 @@ class ActionModule(ControllerAction):
                                     scope=scope, described=declared.described() if declared else None,
                                     interpreters=_interpreters(hostvars, results))
         dest = os.path.abspath(args['dest'])
-        _fixes(report, hostvars, dest, declared.described() if declared else None)
+        fix_outcome.add_fixes(report, dest, declared.described() if declared else None,
+                              lambda host: _command_vars(hostvars, host))
         if args['accept']:
             report['accept'] = _accept(report, args['accept'], known)
         history = _drift(report, dest, known, args['previous'])

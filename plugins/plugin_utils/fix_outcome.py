@@ -225,16 +225,36 @@ def shell_text(argv):
     return ' '.join(shlex.quote(str(word)) for word in argv)
 
 
+def add_fixes(report, dest, described, vars_of):
+    """Each audited host's open findings with what fixes them, as ``fix``: {check: fix_entry()}, from the run's
+    inventory sources, the host's name, the check's id and ``vars_of(host)`` (its values of COMMAND_VARS, the
+    controller's), never from a host's text."""
+    inventory = (report.get('run') or {}).get('inventory') or []
+    for entry in report['hosts']:
+        if entry['state'] != 'audited':
+            continue
+        open_ids = sorted(cid for cid, f in entry['findings'].items() if isinstance(f, dict) and f.get('status') in OPEN)
+        if not open_ids:
+            continue
+        host_vars = vars_of(entry['name'])
+        fixes = {}
+        for cid in open_ids:
+            argv, note = command(inventory, entry['name'], cid, host_vars, dest)
+            fixes[cid] = fix_entry(cid, argv, note, (described or {}).get(cid))
+        entry['fix'] = fixes
+
+
 def fix_entry(cid, argv, note, declared=None):
-    """What postmortem.json says fixes one open finding: {command, argv, note} for a check with a role,
-    {manual} for one without (a declared check, an advice-only detection)."""
+    """What postmortem.json says fixes one open finding: {command, note} for a check with a role (the command
+    shell-quoted: shlex.split gives its words back), {manual} for one without (a declared check, an
+    advice-only detection)."""
     if declared is not None:
         advice = declared.get('advice') or []
         return {'manual': _bounded(advice[0]) if advice else 'see %s' % declared.get('docs')}
     detection = registry.BY_ID.get(cid)
     if detection is None or not (detection.REMEDIATION or {}).get('role'):
         return {'manual': no_role_reason(cid)}
-    found = {'command': shell_text(argv), 'argv': argv}
+    found = {'command': shell_text(argv)}
     if note:
         found['note'] = note
     return found

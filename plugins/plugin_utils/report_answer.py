@@ -78,8 +78,12 @@ def fix_lines(fix, indent='      '):
     the step by hand."""
     if not isinstance(fix, dict):
         return []
-    if fix.get('argv'):
-        lines = [indent + 'fix (shows the diff; drop --check to apply):'] + command_lines(fix['argv'])
+    if isinstance(fix.get('command'), str):
+        try:
+            argv = shlex.split(fix['command'])
+        except ValueError:  # a report file edited by hand: shown as it is
+            argv = [fix['command']]
+        lines = [indent + 'fix (shows the diff; drop --check to apply):'] + command_lines(argv)
         if fix.get('note'):
             lines += wrapped(fix['note'], indent + '  ', indent + '  ')
         return lines
