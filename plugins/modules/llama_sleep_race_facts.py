@@ -33,6 +33,9 @@ description:
   - Returns RV(ansible_facts.postmortem.llama_sleep_race); the same detection runs in M(homelab.postmortem.audit_facts)
     with O(homelab.postmortem.audit_facts#module:checks=[llama_sleep_race]), with every other detection in one round
     trip.
+  - Setting C(fixed_in) of O(settings) (str or null, default none) - First llama.cpp build with the sleep race fixed,
+    as bNNNNN or NNNNN (the number llama-server --version prints); a server of that build or later is ok. Unset
+    while none is known.
   - Setting C(preset_paths) of O(settings) (list of str, default V([])) - Router preset INI files to read besides
     those named by running routers.
   - The whole story - what breaks, how it is detected, the evidence, the fix - is in the collection's C(docs/llama_sleep_race.md).
@@ -49,12 +52,6 @@ seealso:
 EXAMPLES = r'''
 - name: Check llama_sleep_race on every host
   homelab.postmortem.llama_sleep_race_facts:
-
-- name: With the setting preset_paths given (here its default)
-  homelab.postmortem.llama_sleep_race_facts:
-    settings:
-      llama_sleep_race:
-        preset_paths: []
 
 - name: Check an SD-card image mounted on the controller
   homelab.postmortem.llama_sleep_race_facts:

@@ -58,6 +58,12 @@ DETECTION = Detection(
     settings={
         'preset_paths': {'type': 'list', 'elements': 'str', 'default': [],
                          'description': 'Router preset INI files to read besides those named by running routers.'},
+        # As the other llama and the Ollama detections have theirs (#45): a build known to be fixed is ok, without
+        # a new release of this collection. None is known on 2026-12-07 (llama.cpp issue 29689 is open).
+        'fixed_in': {'type': 'str', 'default': None,
+                     'description': ('First llama.cpp build with the sleep race fixed, as bNNNNN or NNNNN (the number '
+                                     'llama-server --version prints); a server of that build or later is ok. Unset '
+                                     'while none is known.')},
     },
     question=_first_question,
     verdict=_verdict,

@@ -11,6 +11,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import args as llama_args
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import resolution as llama_resolution
 from ansible_collections.homelab.postmortem.plugins.module_utils.llama import server as llama_server
@@ -41,9 +43,20 @@ def _supervision(ctx, inst):
     return sup, _restart_text(sup)
 
 
-def _instance(ctx, inst):
+def fixed_build(value):
+    """The build number of the fixed_in setting ('b12000' or '12000'), or None when it is not one."""
+    match = re.match(r'\Ab?(\d{1,9})\Z', value.strip()) if isinstance(value, str) else None
+    return int(match.group(1)) if match else None
+
+
+def _instance(ctx, inst, fixed_in=None):
     environ = inst.server.environ or {}
     supervision = []
+    if fixed_in is not None and inst.build.number is not None and inst.build.number >= fixed_in:
+        # Only a build that was read counts: an unknown build is judged by its configuration as before.
+        return llama_server.judge(inst, lambda config: (
+            'ok', '%s is build b%d, at or after fixed_in b%d: the sleep race is fixed there.' % (
+                inst.name, inst.build.number, fixed_in), {'fixed_in': 'b%d' % fixed_in}))
 
     def judge_config(config):
         seconds, where, refusal = llama_resolution.int_value(config, llama_args.SLEEP_IDLE_SECONDS)
@@ -69,7 +82,11 @@ def _instance(ctx, inst):
 
 def judge(ctx, detection, settings):
     found, evidence = llama_server.instances(ctx, settings.get('preset_paths'))
-    instances = [i if isinstance(i, dict) else _instance(ctx, i) for i in found]
+    fixed_in = fixed_build(settings['fixed_in']) if settings.get('fixed_in') else None
+    if settings.get('fixed_in') and fixed_in is None:
+        return make_finding(detection, 'error', 'Setting fixed_in %r is not a llama.cpp build (like b12000 or 12000).'
+                            % (settings['fixed_in'][:40],), evidence=evidence)
+    instances = [i if isinstance(i, dict) else _instance(ctx, i, fixed_in) for i in found]
     if not ctx.live:
         evidence['note'] = 'image audit (root=%s): no processes to read; only listed preset files were checked' % ctx.root
     if not instances:

@@ -176,3 +176,20 @@ def test_sleep_environment_variable_is_a_note_not_a_finding(tmp_path):
     result = run(ctx(tmp_path))
     assert result['status'] == 'ok'
     assert 'does not read it' in result['evidence']['instances'][0]['evidence']['note']
+
+
+def test_fixed_in_makes_a_fixed_build_ok_and_only_a_known_one(tmp_path):
+    """#45: llama_sleep_race had no fixed_in, so a fixed llama.cpp build would stay at_risk with nothing to
+    configure. The build is the one llama-server --version prints (ctx answers as b11434 does)."""
+    proc(tmp_path, 10, ['llama-server', '-m', 'm.gguf', '--sleep-idle-seconds', '300'])
+    settings = lambda value: {'llama_sleep_race': {'fixed_in': value}}  # noqa: E731
+    assert run(ctx(tmp_path))['status'] == 'at_risk'
+    for value in ('b11434', '11434', 'b11000'):
+        fixed = run(ctx(tmp_path, settings=settings(value)))
+        assert fixed['status'] == 'ok', (value, fixed['summary'])
+        assert 'at or after fixed_in' in by_pid(fixed)[10]['summary']
+    assert run(ctx(tmp_path, settings=settings('b11435')))['status'] == 'at_risk'
+    # A server whose build cannot be read is judged by its configuration, whatever fixed_in says.
+    assert run(ctx(tmp_path, settings=settings('b1'), build=None))['status'] == 'at_risk'
+    bad = run(ctx(tmp_path, settings=settings('latest')))
+    assert bad['status'] == 'error' and "Setting fixed_in 'latest' is not a llama.cpp build" in bad['summary']
