@@ -148,3 +148,13 @@ def run_module(tmp_path, module, args, check=False, diff=False, timeout=120):
     env = ansible_env(ANSIBLE_STDOUT_CALLBACK='ansible.builtin.minimal', ANSIBLE_LOAD_CALLBACK_PLUGINS='1')
     proc = subprocess.run(cmd, env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=timeout, check=False)
     return proc
+
+
+def pi_image(tmp_path):
+    """An SD card image (a directory) whose config.txt loads pwm-ir-tx on pin 17, with a 6.18 kernel installed:
+    pi_ir_tx is at_risk there, and the pi_ir_tx role really edits its config.txt."""
+    root = tmp_path / 'sdcard'
+    (root / 'boot' / 'firmware').mkdir(parents=True)
+    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n')
+    (root / 'lib' / 'modules' / '6.18.34+rpt-rpi-v8').mkdir(parents=True)
+    return root

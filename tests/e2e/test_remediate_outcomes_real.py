@@ -11,7 +11,7 @@ import os
 import shlex
 import subprocess
 
-from helpers import ansible_env, local_host, run_audit
+from helpers import ansible_env, local_host, pi_image, run_audit
 
 MARKER_CHECK = """checks:
   - id: site.marker_present
@@ -29,14 +29,6 @@ MARKER_CHECK = """checks:
 """
 
 
-def image(tmp_path):
-    root = tmp_path / 'sdcard'
-    (root / 'boot' / 'firmware').mkdir(parents=True)
-    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n')
-    (root / 'lib' / 'modules' / '6.18.34+rpt-rpi-v8').mkdir(parents=True)
-    return root
-
-
 def checks_file(tmp_path):
     marker = tmp_path / 'marker'
     marker.write_text('x')
@@ -50,7 +42,7 @@ def test_check_mode_records_would_fix_and_by_hand_with_the_roles_reason(tmp_path
     llama_lora_cache (a llama-server no systemd service starts) are manual, the latter with the role's
     own reason. Before #44 the summary said "a run without --check would apply the fixes" for all."""
     server = llama_server('--lora', lora_adapter)
-    root = image(tmp_path)
+    root = pi_image(tmp_path)
     before = (root / 'boot' / 'firmware' / 'config.txt').read_text()
     inventory = {'all': {'hosts': {
         'localhost': local_host(postmortem_checks=['llama_lora_cache', 'site.marker_present']),
@@ -78,7 +70,7 @@ def test_the_printed_fix_command_runs_as_printed(tmp_path):
     """The audit's postmortem.json carries, for the open finding, the remediate command for that host and
     check; the terminal prints it whole; run through a shell exactly as written it shows the diff in check
     mode and records would_fix, touching nothing."""
-    root = image(tmp_path)
+    root = pi_image(tmp_path)
     config = root / 'boot' / 'firmware' / 'config.txt'
     before = config.read_text()
     inventory = {'all': {'hosts': {'localhost': local_host(postmortem_checks=['pi_ir_tx']),

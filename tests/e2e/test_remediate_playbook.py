@@ -11,19 +11,11 @@ import sys
 import pytest
 
 from conftest import podman
-from helpers import REPO_ROOT, local_host, read_env_file, run_audit
+from helpers import REPO_ROOT, local_host, pi_image, read_env_file, run_audit
 
 sys.path.insert(0, os.path.join(REPO_ROOT, 'tests'))
 
 import check_mode_wording  # noqa: E402  pylint: disable=wrong-import-position
-
-
-def image(tmp_path):
-    root = tmp_path / 'sdcard'
-    (root / 'boot' / 'firmware').mkdir(parents=True)
-    (root / 'boot' / 'firmware' / 'config.txt').write_text('[all]\ndtoverlay=pwm-ir-tx,gpio_pin=17\n')
-    (root / 'lib' / 'modules' / '6.18.34+rpt-rpi-v8').mkdir(parents=True)
-    return root
 
 
 def remediate(tmp_path, inventory, args=(), env=None):
@@ -41,7 +33,7 @@ def check_messages_env(path):
 
 
 def test_check_mode_then_fix_then_nothing_left(tmp_path):
-    root = image(tmp_path)
+    root = pi_image(tmp_path)
     config = root / 'boot' / 'firmware' / 'config.txt'
     before = config.read_text()
     inventory = {'all': {'hosts': {'localhost': local_host(),
@@ -85,7 +77,7 @@ def test_check_mode_then_fix_then_nothing_left(tmp_path):
 
 
 def test_a_detection_not_selected_is_not_fixed(tmp_path):
-    root = image(tmp_path)
+    root = pi_image(tmp_path)
     config = root / 'boot' / 'firmware' / 'config.txt'
     before = config.read_text()
     inventory = {'all': {'hosts': {'pi-image': local_host(postmortem_root=str(root))}}}
@@ -101,7 +93,7 @@ def test_the_first_failed_batch_stops_the_fixes_not_the_report(tmp_path):
     """One host per batch; the first host's role fails (a setting it cannot read), so the second
     host, in the next batch, is not touched. Both are audited again, the report says which fix
     failed and why the other was not run, and the run ends failed."""
-    first, second = image(tmp_path / 'one'), image(tmp_path / 'two')
+    first, second = pi_image(tmp_path / 'one'), pi_image(tmp_path / 'two')
     untouched = (second / 'boot' / 'firmware' / 'config.txt').read_text()
     inventory = {'all': {'hosts': {
         'img-1': local_host(postmortem_root=str(first), pi_ir_tx_affected_from='not a version'),
