@@ -70,8 +70,10 @@ options:
       - For O(step=write) on a live host (O(root=/)). V(never) writes C(config.txt).
       - V(auto) writes the trial files where the trial boot is supported (Raspberry Pi 4 or 5 by the device
         tree's model, C(/chosen/bootloader/tryboot) present and, where the bootloader reports
-        C(capabilities), its TRYBOOT bit; no C(tryboot_a_b=1) in C(autoboot.txt)) and C(config.txt) elsewhere,
-        saying why in RV(trial_reason).
+        C(capabilities), its TRYBOOT bit; no C(tryboot_a_b=1) in C(autoboot.txt)) and C(config.txt) on a
+        board without the trial boot (a Pi 3, a Zero), saying why in RV(trial_reason). A Raspberry Pi 4 or 5
+        that cannot do the trial (an old bootloader, C(tryboot_a_b=1)) fails, changing nothing: set V(never)
+        there to write C(config.txt) directly.
       - V(always) fails, changing nothing, where it is not supported.
       - A C(tryboot.txt) this module did not write (another updater's pending trial) fails the task.
     type: str
@@ -355,7 +357,7 @@ class PiIrTxFix(fix_protocol.Fix):
         dropped = 'would drop' if self.check_mode else 'dropped'
         warnings = ['%s: %s %s: gpio-ir-tx has no such parameter'
                     % (r.overlay.line.where(), dropped, ', '.join(r.dropped)) for r in replacements if r.dropped]
-        return self._write(result, writes, expected, supported, config_rel, warnings)
+        return self._write(result, writes, expected, supported, config_rel, warnings, board)
 
     def _promote(self, result, writes, expected, ours):
         problems, transmitters = _trial_problems(self.ctx, self.device_tree, sorted(expected), expected)
@@ -371,7 +373,7 @@ class PiIrTxFix(fix_protocol.Fix):
         result.update(files=[path for path, _b, _a in writes], reboot_required=False)
         return fix_protocol.Plan(writes=writes + _removals(ours), result=result, backup=self.backup)
 
-    def _write(self, result, writes, expected, supported, config_rel, warnings):
+    def _write(self, result, writes, expected, supported, config_rel, warnings, board):
         reason = result['trial_reason']
         written = 'would be written' if self.check_mode else 'is written'
         if self.trial_mode != 'never' and not self.live:
@@ -379,6 +381,12 @@ class PiIrTxFix(fix_protocol.Fix):
         use_trial = bool(writes) and self.live and self.trial_mode != 'never' and supported
         if writes and self.trial_mode == 'always' and not use_trial:
             raise FixFailed('no trial boot on this host (trial: always), nothing was changed: %s' % reason, **result)
+        if writes and self.trial_mode == 'auto' and self.live and not supported and board in tryboot.TRYBOOT_BOARDS:
+            # A Pi 4 or 5 is the board that should try a new config.txt once; one that cannot (an old bootloader,
+            # tryboot_a_b) is where an untested config is most dangerous, so auto refuses as docs/pi_ir_tx.md says (#45).
+            raise FixFailed('no trial boot on this %s (trial: auto), nothing was changed: %s; update the bootloader '
+                            '(rpi-eeprom-update) or, to change config.txt directly and reboot into it untried, set the '
+                            'trial to never' % (board, reason), **result)
         if not use_trial:
             if self.trial_mode == 'auto' and writes and not supported:
                 reason += '; config.txt %s directly' % written

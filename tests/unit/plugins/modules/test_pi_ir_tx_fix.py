@@ -124,3 +124,23 @@ def test_pi4_model_is_read_from_the_device_tree(pi):
     device_tree(pi, model=PI4)
     result = run_module('pi_ir_tx_fix', args(pi, trial='never'))
     assert result['replacements'][0]['section'] == '[pi4]' and not result['trial']
+
+
+@pytest.mark.parametrize('make_unable', ['no_tryboot_property', 'tryboot_a_b'])
+def test_auto_on_a_pi4_that_cannot_trial_boot_fails_and_changes_nothing(pi, make_unable):
+    """#45: docs/pi_ir_tx.md said a Pi 4/5 that cannot trial-boot "fails under auto"; the code wrote config.txt
+    directly, so the next normal boot ran an untested config on the very board that should have tried it.
+    Now auto refuses there (never still writes directly), and a Pi 3 keeps the direct path (the test above)."""
+    device_tree(pi)
+    if make_unable == 'no_tryboot_property':
+        os.remove(str(pi / 'dt' / 'chosen' / 'bootloader' / 'tryboot'))
+    else:
+        (pi / 'boot' / 'autoboot.txt').write_text('tryboot_a_b=1\nboot_partition=2\n')
+    before = boot_files(pi)
+    for check_mode in (True, False):
+        result = run_module('pi_ir_tx_fix', args(pi, trial='auto'), check_mode=check_mode)
+        assert result['failed'] and 'no trial boot on this pi4 (trial: auto), nothing was changed' in result['msg'], result
+        assert 'set the trial to never' in result['msg']
+        assert boot_files(pi) == before
+    direct = run_module('pi_ir_tx_fix', args(pi, trial='never'))
+    assert direct['changed'] and not direct['trial'] and 'gpio-ir-tx' in boot_files(pi)['config.txt']
