@@ -43,6 +43,8 @@ ANSIBLE_LABELS = {
     'common_return_values': ('reference_appendices/common_return_values.html#common-return-values', 'Return Values'),
     'ansible_configuration_settings': ('reference_appendices/config.html#ansible-configuration-settings',
                                        'Ansible Configuration Settings'),
+    # The summary stdout callback's page ("See callback_plugins for more information").
+    'callback_plugins': ('plugins/callback.html#callback-plugins', 'Callback plugins'),
 }
 
 

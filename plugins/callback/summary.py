@@ -22,7 +22,7 @@ description:
   - >-
     No task banners, no C(skipping:) lines, no play recap table; a one-host audit prints about 25 lines.
   - >-
-    Choose it with E(ANSIBLE_STDOUT_CALLBACK=homelab.postmortem.summary) or C(stdout_callback = homelab.postmortem.summary)
+    Choose it with C(ANSIBLE_STDOUT_CALLBACK=homelab.postmortem.summary) in the environment or C(stdout_callback = homelab.postmortem.summary)
     in the C([defaults]) section of C(ansible.cfg). C(make audit) uses it. Ansible's default callback keeps working.
   - >-
     Every text a host returned (a finding's status, a check id, a message, a diff) is printed as visible text

@@ -72,7 +72,7 @@ options:
         tree's model, C(/chosen/bootloader/tryboot) present and, where the bootloader reports
         C(capabilities), its TRYBOOT bit; no C(tryboot_a_b=1) in C(autoboot.txt)) and C(config.txt) on a
         board without the trial boot (a Pi 3, a Zero), saying why in RV(trial_reason). A Raspberry Pi 4 or 5
-        that cannot do the trial (an old bootloader, C(tryboot_a_b=1)) fails, changing nothing: set V(never)
+        that cannot do the trial (an old bootloader, C(tryboot_a_b=1)) fails, changing nothing; set V(never)
         there to write C(config.txt) directly.
       - V(always) fails, changing nothing, where it is not supported.
       - A C(tryboot.txt) this module did not write (another updater's pending trial) fails the task.
