@@ -56,27 +56,24 @@ def describe(cmd):
 
 
 PR_SET_CHILD_SUBREAPER = 36
-_SUBREAPER = []
 # How long reap_descendants goes on killing what a command left (each round re-reads /proc: a daemon's
 # own children reparent to us only once it is dead).
 REAP_ROUNDS = 20
 
 
-def become_subreaper():
-    """Make this process the reaper of whatever its commands orphan (Linux's PR_SET_CHILD_SUBREAPER), so
-    that a child that daemonized (a new session: out of reach of killpg) is still ours to find and kill.
-    True when it holds (asked once per process)."""
-    if not _SUBREAPER:
-        try:
-            import ctypes  # only here: most runs never ask a command of the operator's
-            libc = ctypes.CDLL(None, use_errno=True)
-            _SUBREAPER.append(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
-        except (OSError, AttributeError, ImportError):
-            _SUBREAPER.append(False)
-    return _SUBREAPER[0]
+def set_subreaper(on):
+    """Make this process the reaper of whatever its commands orphan, or stop being it (Linux's
+    PR_SET_CHILD_SUBREAPER): a child that daemonized (a new session, out of reach of killpg) is then ours
+    to find and kill. True when the call held."""
+    try:
+        import ctypes  # only here: most runs never ask a command of the operator's
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1 if on else 0, 0, 0, 0) == 0
+    except (OSError, AttributeError, ImportError):
+        return False
 
 
-def _children():
+def children():
     """The pids whose parent is this process, read from /proc (stat's fourth field)."""
     mine, found = os.getpid(), []
     for name in os.listdir('/proc'):
@@ -93,12 +90,13 @@ def _children():
     return found
 
 
-def reap_descendants():
-    """Kill and reap every process a finished command left behind (what daemonized reparented to us as
-    subreaper; the daemon's own children follow it once it is dead). Returns how many were killed."""
-    killed = 0
+def reap_descendants(keep=()):
+    """Kill and reap every child of this process but those in ``keep`` (the children it had before the
+    command): what the command left reparented to us as subreaper, and the daemon's own children after it,
+    once it is dead. Returns how many were killed."""
+    killed, keep = 0, set(keep)
     for _round in range(REAP_ROUNDS):
-        pids = _children()
+        pids = [pid for pid in children() if pid not in keep]
         if not pids:
             break
         for pid in pids:
@@ -174,18 +172,24 @@ class CommandRunner(object):
                 raise CommandFailed('cannot run %s: its argument list is too long (%d arguments)' % (describe(cmd), len(cmd)))
             raise CommandFailed('cannot run %s: %s' % (describe(cmd), exc.strerror or exc))
 
-    def run(self, cmd, timeout=None, env=None, max_output=None, contain=False):
+    def run_contained(self, cmd, timeout=None, env=None, max_output=None):
+        """run(), for a command of the operator's (a declared check's): whatever it leaves running when it ends
+        or is killed, a daemon in a session of its own included, is killed too, as docs/declared_checks.md says
+        (#49). This process is subreaper for the command's time only, and only what the command left is
+        killed (children it had before are kept). Not for our own tools: rootless podman keeps a pause process
+        on purpose."""
+        before = children()
+        held = set_subreaper(True)
+        try:
+            return self.run(cmd, timeout=timeout, env=env, max_output=max_output)
+        finally:
+            if held:
+                reap_descendants(before)
+                set_subreaper(False)
+
+    def run(self, cmd, timeout=None, env=None, max_output=None):
         """(rc, stdout, stderr) as text (see decode_data and decode). Raises CommandTimeout,
-        CommandFailed, OutputTooLarge (more than ``max_output`` bytes, default the runner's, on either pipe).
-        ``contain``: a command of the operator's (a declared check's): whatever it leaves running, daemonized
-        in a session of its own included, is killed when it ends, as docs/declared_checks.md says (#49). Not
-        for our own tools: rootless podman keeps a pause process on purpose."""
-        if contain:
-            become_subreaper()
-            try:
-                return self._run(cmd, timeout, env, max_output)
-            finally:
-                reap_descendants()
+        CommandFailed, OutputTooLarge (more than ``max_output`` bytes, default the runner's, on either pipe)."""
         return self._run(cmd, timeout, env, max_output)
 
     def _run(self, cmd, timeout, env, max_output):

@@ -250,7 +250,8 @@ def fix_entry(cid, argv, note, declared=None):
     advice-only detection)."""
     if declared is not None:
         advice = declared.get('advice') or []
-        return {'manual': _bounded(advice[0]) if advice else 'see %s' % declared.get('docs')}
+        return {'manual': '%s (docs: %s)' % (_bounded(advice[0]), _bounded(str(declared.get('docs')))) if advice
+                else 'see %s' % _bounded(str(declared.get('docs')))}
     detection = registry.BY_ID.get(cid)
     if detection is None or not (detection.REMEDIATION or {}).get('role'):
         return {'manual': no_role_reason(cid)}

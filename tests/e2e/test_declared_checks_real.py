@@ -65,7 +65,7 @@ def test_a_declared_check_in_every_report_format_drift_metrics_gate_and_accept(t
     assert (finding['status'], finding['summary']) == ('affected', 'the marker says {{ lookup("pipe", "id") }}')
     assert second.report['hosts'][0]['drift']['site.marker'] == 'opened'
     assert 'now open: localhost/site.marker' in second.output
-    assert 'fix: Write "ready" into the marker file. (docs: https://wiki.example/marker)' in second.output
+    assert 'by hand: Write "ready" into the marker file. (docs: https://wiki.example/marker)' in second.output
     assert 'localhost/site.marker: affected' in second.output  # the gate names it
     metrics = (tmp_path / 'textfile' / 'postmortem.prom').read_text()
     assert 'homelab_postmortem_finding_status{host="localhost",check="site.marker"} 5' in metrics

@@ -318,7 +318,7 @@ class Shared(object):
         A command that did not finish is not kept: the next check asks again, in its own budget."""
         key = (tuple(cmd), max_bytes)
         if key not in self._commands:
-            self._commands[key] = ctx.runner.run(cmd, timeout=timeout, max_output=max_bytes, contain=True)
+            self._commands[key] = ctx.runner.run_contained(cmd, timeout=timeout, max_output=max_bytes)
         return self._commands[key]
 
     def systemd_show(self, ctx, units, properties):

@@ -114,7 +114,8 @@ def test_the_fix_command_is_quoted_and_never_holds_a_credential():
     assert json.loads(argv[argv.index('-e') + 1]) == {'postmortem_checks': ['pi_ir_tx'], 'postmortem_root': '/mnt/sd card',
                                                       'postmortem_become': True, 'postmortem_report_dir': '/r'}
     assert fix_outcome.fix_entry('llama_spec_logprobs', argv, None)['manual'].startswith('no automatic fix: ')
-    assert fix_outcome.fix_entry('site.x', argv, None, {'advice': ['Rotate it.']}) == {'manual': 'Rotate it.'}
+    assert fix_outcome.fix_entry('site.x', argv, None, {'advice': ['Rotate it.'], 'docs': 'https://wiki'}) == {
+        'manual': 'Rotate it. (docs: https://wiki)'}
 
 
 def test_every_remediation_role_hands_its_outcome_fact():
