@@ -77,7 +77,10 @@ def test_an_accepted_finding_does_not_fail_the_gate_and_remediate_leaves_it(tmp_
     assert 'Accepted (postmortem_accept): 1 finding(s).' in run.output
     assert '#2 retired-pi/pi_ir_tx' in run.output
     assert run.host('pi-card')['accepted']['pi_ir_tx']['reason'] == 'blaster unplugged until spring'
-    audit_files = dict((name, (tmp_path / 'reports' / name).read_bytes()) for name in os.listdir(str(tmp_path / 'reports')))
+    # The files of the audit's report (its docs pages, postmortem-docs/, are shared: both reports link there).
+    audit_files = dict((name, (tmp_path / 'reports' / name).read_bytes()) for name in os.listdir(str(tmp_path / 'reports'))
+                       if (tmp_path / 'reports' / name).is_file())
+    docs = dict((p.name, p.read_bytes()) for p in (tmp_path / 'reports' / 'postmortem-docs').iterdir())
     # The remediation writes its before/after report into the same directory, in files of its own.
     remediate = run_audit(tmp_path / 'fix', fleet(root), {'postmortem_checks': ['pi_ir_tx'], 'postmortem_accept': str(accept),
                                                           'postmortem_report_dir': str(tmp_path / 'reports')},
@@ -88,7 +91,9 @@ def test_an_accepted_finding_does_not_fail_the_gate_and_remediate_leaves_it(tmp_
     assert remediate.report['kind'] == 'remediation'
     assert dict((name, (tmp_path / 'reports' / name).read_bytes()) for name in audit_files) == audit_files
     assert sorted(set(os.listdir(str(tmp_path / 'reports'))) - set(audit_files)) == [
-        'postmortem-remediate-junit.xml', 'postmortem-remediate.html', 'postmortem-remediate.json', 'postmortem-remediate.prom']
+        'postmortem-docs', 'postmortem-remediate-junit.xml', 'postmortem-remediate.html', 'postmortem-remediate.json',
+        'postmortem-remediate.prom']
+    assert dict((p.name, p.read_bytes()) for p in (tmp_path / 'reports' / 'postmortem-docs').iterdir()) == docs
     assert 'Full report: %s' % (tmp_path / 'reports' / 'postmortem-remediate.html') in remediate.output
     # The accept file is checked whole: every problem of every entry in one run, each naming its entry.
     broken = tmp_path / 'broken.yml'
