@@ -23,7 +23,7 @@ import shlex
 from ansible_collections.homelab.postmortem.plugins.module_utils import registry
 
 OUTCOMES = ('fixed', 'would_fix', 'manual', 'failed', 'not_run', 'nothing_to_do')
-# A finding that calls for a fix (report.OPEN; repeated here: report imports nothing of the fix side).
+# A finding that calls for a fix (report.OPEN's value: report imports this module, so not from there).
 OPEN = ('affected', 'at_risk')
 # What the audit after a run must measure before a finding counts as fixed: unknown or error is not.
 CLOSED = ('ok', 'not_applicable')

@@ -52,9 +52,9 @@ def _one_line(text, limit=500):
 # before (a Pi 3 has no trial boot), bounded.
 NOTES_MAX = 20
 NOTE_CHARS = 500
-# The outcomes the record stage may hand the report per check (fix_outcome.OUTCOMES, and 'ran' until the
-# audit after the run decides it): named here so that the model imports nothing of the fix side.
-RECORDED_OUTCOMES = ('fixed', 'would_fix', 'manual', 'failed', 'not_run', 'nothing_to_do', 'ran')
+# The outcomes the record stage may hand the report per check: fix_outcome's, and 'ran' until the audit
+# after the run decides it (fix_outcome.compose).
+RECORDED_OUTCOMES = fix_outcome.OUTCOMES + ('ran',)
 # How the report's reason for a host whose module could not start begins (report.py writes it, the
 # error line first so that it shows in the summary's one line), and the fix the summary then offers.
 NOT_STARTED = 'no working Python: '

@@ -18,10 +18,10 @@ __metaclass__ = type
 import shlex
 import textwrap
 
-WIDTH = 100
-OPEN = ('affected', 'at_risk')
 # Only what the audit measured as fine counts as closed: unknown or error after a fix confirms nothing.
-CLOSED = ('ok', 'not_applicable')
+from ansible_collections.homelab.postmortem.plugins.plugin_utils.fix_outcome import CLOSED, OPEN
+
+WIDTH = 100
 # Outcome words, in the order the summary lists them (the ones that need a person first).
 OUTCOME_WORDS = (('failed', 'FAILED'), ('manual', 'by hand'), ('not_run', 'not run'), ('would_fix', 'would fix'),
                  ('fixed', 'fixed'), ('nothing_to_do', 'nothing to do'))
