@@ -182,6 +182,7 @@ def test_fixed_in_makes_a_fixed_build_ok_and_only_a_known_one(tmp_path):
     """#45: llama_sleep_race had no fixed_in, so a fixed llama.cpp build would stay at_risk with nothing to
     configure. The build is the one llama-server --version prints (ctx answers as b11434 does)."""
     proc(tmp_path, 10, ['llama-server', '-m', 'm.gguf', '--sleep-idle-seconds', '300'])
+
     def settings(value):
         return {'llama_sleep_race': {'fixed_in': value}}
 
